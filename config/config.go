@@ -1,0 +1,155 @@
+// Package config loads and validates batchhook's settings from the process
+// environment (prefix BATCHHOOK_) once, at start. It is a leaf: it imports no
+// other batchhook package, and it is the only package that knows envconfig.
+//
+// Every error names the variable at fault, so a daemon that refuses to start
+// says in one line what to fix. Secrets are held as Secret values whose
+// String method never prints them.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/kelseyhightower/envconfig"
+)
+
+// Prefix is the prefix of every environment variable batchhook reads.
+const Prefix = "BATCHHOOK"
+
+// Config is the validated configuration of the daemon.
+//
+// Field names map to variables through envconfig's split_words rule
+// (APIBaseURL → BATCHHOOK_API_BASE_URL). The envconfig tag is deliberately
+// not used: with it envconfig falls back to the unprefixed name, so a stray
+// API_KEY in the environment would be read as ours.
+type Config struct {
+	ListenAddr  string `split_words:"true" default:":8080"`
+	WebhookPath string `split_words:"true" default:"/webhooks/batch-completed"`
+
+	SigningSecret     Secret `split_words:"true" ignored:"true"`
+	SigningSecretFile string `split_words:"true"`
+	APIKey            Secret `split_words:"true" ignored:"true"`
+	APIKeyFile        string `split_words:"true"`
+
+	APIBaseURL   string `split_words:"true"`
+	DataDir      string `split_words:"true" default:"./data"`
+	ExportDir    string `split_words:"true"`
+	PageLimit    int    `split_words:"true" default:"100"`
+	CursorParam  string `split_words:"true" default:"cursor"`
+	ResultsField string `split_words:"true"`
+	FetchWorkers int    `split_words:"true" default:"4"`
+
+	Retention     time.Duration `split_words:"true" default:"168h"`
+	FetchTimeout  time.Duration `split_words:"true" default:"30s"`
+	BackoffBase   time.Duration `split_words:"true" default:"1s"`
+	BackoffMax    time.Duration `split_words:"true" default:"5m"`
+	NotFoundGrace time.Duration `split_words:"true" default:"1h"`
+
+	MaxBodyBytes int64 `split_words:"true" default:"65536"`
+	MaxPageBytes int64 `split_words:"true" default:"33554432"`
+
+	LogLevel  string `split_words:"true" default:"info"`
+	LogFormat string `split_words:"true" default:"json"`
+}
+
+// Load reads the environment, applies defaults, reads secret files and
+// validates the result. The error names the first variable at fault.
+func Load() (*Config, error) {
+	var c Config
+	if err := envconfig.Process(Prefix, &c); err != nil {
+		var pe *envconfig.ParseError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("%s: cannot parse %q as %s", pe.KeyName, pe.Value, pe.TypeName)
+		}
+		return nil, fmt.Errorf("read environment: %w", err)
+	}
+	var err error
+	if c.SigningSecret, err = loadSecret("SIGNING_SECRET", c.SigningSecretFile); err != nil {
+		return nil, err
+	}
+	if c.APIKey, err = loadSecret("API_KEY", c.APIKeyFile); err != nil {
+		return nil, err
+	}
+	if c.ExportDir == "" {
+		c.ExportDir = filepath.Join(c.DataDir, "exports")
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Var returns the full environment variable name for a short name
+// ("API_KEY" → "BATCHHOOK_API_KEY"), for error messages.
+func Var(name string) string { return Prefix + "_" + name }
+
+// Validate checks every setting and names the variable of the first one
+// that is wrong. The demo, which builds a Config in code, calls it too.
+func (c *Config) Validate() error {
+	if _, _, err := net.SplitHostPort(c.ListenAddr); err != nil {
+		return fmt.Errorf("%s: %q is not host:port: %w", Var("LISTEN_ADDR"), c.ListenAddr, err)
+	}
+	if !strings.HasPrefix(c.WebhookPath, "/") || strings.ContainsAny(c.WebhookPath, "?#*: ") {
+		return fmt.Errorf("%s: %q must be a plain path starting with /", Var("WEBHOOK_PATH"), c.WebhookPath)
+	}
+	if len(c.SigningSecret) == 0 {
+		return fmt.Errorf("%s or %s: required, and must not be empty", Var("SIGNING_SECRET"), Var("SIGNING_SECRET_FILE"))
+	}
+	if len(c.APIKey) == 0 {
+		return fmt.Errorf("%s or %s: required, and must not be empty", Var("API_KEY"), Var("API_KEY_FILE"))
+	}
+	if err := validateBaseURL(c.APIBaseURL); err != nil {
+		return fmt.Errorf("%s: %w", Var("API_BASE_URL"), err)
+	}
+	checks := []struct {
+		ok   bool
+		name string
+		want string
+	}{
+		{c.DataDir != "", "DATA_DIR", "must not be empty"},
+		{c.PageLimit >= 1, "PAGE_LIMIT", "must be at least 1"},
+		{c.CursorParam != "" && url.QueryEscape(c.CursorParam) == c.CursorParam && c.CursorParam != "limit",
+			"CURSOR_PARAM", "must be a plain query parameter name other than limit"},
+		{c.FetchWorkers >= 0 && c.FetchWorkers <= 256, "FETCH_WORKERS", "must be between 0 (paused) and 256"},
+		{c.Retention > 0, "RETENTION", "must be positive"},
+		{c.FetchTimeout > 0, "FETCH_TIMEOUT", "must be positive"},
+		{c.BackoffBase > 0, "BACKOFF_BASE", "must be positive"},
+		{c.BackoffMax >= c.BackoffBase, "BACKOFF_MAX", "must be at least BATCHHOOK_BACKOFF_BASE"},
+		{c.NotFoundGrace >= 0, "NOT_FOUND_GRACE", "must not be negative"},
+		{c.MaxBodyBytes >= 1024 && c.MaxBodyBytes <= 16<<20, "MAX_BODY_BYTES", "must be between 1024 and 16777216"},
+		{c.MaxPageBytes >= 4096, "MAX_PAGE_BYTES", "must be at least 4096"},
+		{validLevels[c.LogLevel], "LOG_LEVEL", "must be one of trace, debug, info, warn, error"},
+		{c.LogFormat == "json" || c.LogFormat == "console", "LOG_FORMAT", "must be json or console"},
+	}
+	for _, ch := range checks {
+		if !ch.ok {
+			return fmt.Errorf("%s: %s", Var(ch.name), ch.want)
+		}
+	}
+	return nil
+}
+
+var validLevels = map[string]bool{"trace": true, "debug": true, "info": true, "warn": true, "error": true}
+
+func validateBaseURL(raw string) error {
+	if raw == "" {
+		return errors.New("required")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("not a URL: %w", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q must be an absolute http or https URL", raw)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("%q must not carry a query or fragment", raw)
+	}
+	return nil
+}

@@ -1,0 +1,45 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"time"
+)
+
+// Defaults returns a Config holding every default of the struct tags and
+// nothing from the environment. The demo starts from it, so that it runs on
+// embedded defaults whatever the shell exports.
+func Defaults() Config {
+	var c Config
+	v := reflect.ValueOf(&c).Elem()
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		def, ok := t.Field(i).Tag.Lookup("default")
+		if !ok {
+			continue
+		}
+		if err := setDefault(v.Field(i), def); err != nil {
+			// The tags are ours and a test parses every one of them.
+			panic(fmt.Sprintf("config: default of %s: %v", t.Field(i).Name, err))
+		}
+	}
+	return c
+}
+
+func setDefault(f reflect.Value, def string) error {
+	switch {
+	case f.Type() == reflect.TypeOf(time.Duration(0)):
+		d, err := time.ParseDuration(def)
+		f.SetInt(int64(d))
+		return err
+	case f.Kind() == reflect.String:
+		f.SetString(def)
+		return nil
+	case f.Kind() == reflect.Int || f.Kind() == reflect.Int64:
+		n, err := strconv.ParseInt(def, 10, 64)
+		f.SetInt(n)
+		return err
+	}
+	return fmt.Errorf("unsupported kind %s", f.Kind())
+}

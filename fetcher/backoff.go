@@ -1,0 +1,38 @@
+package fetcher
+
+import "time"
+
+// Backoff returns how long to wait before attempt number attempt (1 for the
+// first retry). It is a pure function of its inputs so that tests can pin
+// it with fixed values:
+//
+//   - exponential from base (base, 2·base, 4·base, …), capped at max;
+//   - jittered into [d/2, d] by jitter ∈ [0, 1), so that batches that failed
+//     together do not retry together;
+//   - never shorter than the provider's Retry-After, and never longer than
+//     max even when Retry-After asks for more (a hostile or broken header
+//     must not park a batch for days).
+func Backoff(attempt int, base, max, retryAfter time.Duration, jitter float64) time.Duration {
+	if attempt < 1 {
+		attempt = 1
+	}
+	d := max
+	if attempt <= 62 {
+		if exp := base << (attempt - 1); exp > 0 && exp>>(attempt-1) == base && exp < max {
+			d = exp
+		}
+	}
+	if jitter < 0 {
+		jitter = 0
+	} else if jitter >= 1 {
+		jitter = 0.999999
+	}
+	d = d/2 + time.Duration(jitter*float64(d-d/2))
+	if retryAfter > d {
+		d = retryAfter
+	}
+	if d > max {
+		d = max
+	}
+	return d
+}

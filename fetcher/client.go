@@ -1,0 +1,156 @@
+package fetcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ClientOptions configures a Client.
+type ClientOptions struct {
+	// BaseURL is the provider's base address; pages are read from
+	// BaseURL/api/v1/batches/{id}.
+	BaseURL string
+	// APIKey returns the current Bearer key (called per request, so a
+	// reloaded key applies at once).
+	APIKey func() []byte
+	// Limit is the page size sent as ?limit=.
+	Limit int
+	// CursorParam names the query parameter carrying next_cursor (the
+	// document does not show it).
+	CursorParam string
+	// ResultsField names the items member; empty = the page's one array.
+	ResultsField string
+	// MaxPageBytes caps a page body; a larger page is a protocol error.
+	MaxPageBytes int64
+	// Timeout bounds one request, body included.
+	Timeout time.Duration
+	// HTTP is the client to use; nil means a default with no overall timeout
+	// (Timeout above applies per request).
+	HTTP *http.Client
+}
+
+// Client reads result pages from the provider.
+type Client struct {
+	opts ClientOptions
+	base *url.URL
+}
+
+// NewClient checks opts and returns a Client.
+func NewClient(opts ClientOptions) (*Client, error) {
+	base, err := url.Parse(strings.TrimRight(opts.BaseURL, "/"))
+	if err != nil || base.Host == "" {
+		return nil, fmt.Errorf("fetcher: bad base URL %q", opts.BaseURL)
+	}
+	if opts.Limit < 1 || opts.CursorParam == "" || opts.MaxPageBytes < 1 || opts.Timeout <= 0 || opts.APIKey == nil {
+		return nil, errors.New("fetcher: Limit, CursorParam, MaxPageBytes, Timeout and APIKey are required")
+	}
+	if opts.HTTP == nil {
+		opts.HTTP = &http.Client{}
+	}
+	return &Client{opts: opts, base: base}, nil
+}
+
+// Page fetches one page of batchID; cursor is empty for the first page.
+// Failures are *Error with their Kind set.
+func (c *Client) Page(ctx context.Context, batchID, cursor string) (*Page, error) {
+	u := *c.base
+	u.Path = c.base.Path + "/api/v1/batches/" + url.PathEscape(batchID)
+	u.RawPath = ""
+	q := url.Values{"limit": {strconv.Itoa(c.opts.Limit)}}
+	if cursor != "" {
+		q.Set(c.opts.CursorParam, cursor)
+	}
+	u.RawQuery = q.Encode()
+
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, &Error{Kind: KindRejected, Err: fmt.Errorf("build request: %w", err)}
+	}
+	req.Header.Set("Authorization", "Bearer "+string(c.opts.APIKey()))
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.opts.HTTP.Do(req)
+	if err != nil {
+		return nil, &Error{Kind: KindTransient, Err: fmt.Errorf("request: %w", redactURL(err))}
+	}
+	defer func() {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+	}()
+	if resp.StatusCode != http.StatusOK {
+		return nil, classify(resp)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, c.opts.MaxPageBytes+1))
+	if err != nil {
+		return nil, &Error{Kind: KindTransient, Status: resp.StatusCode, Err: fmt.Errorf("read body: %w", err)}
+	}
+	if int64(len(body)) > c.opts.MaxPageBytes {
+		return nil, &Error{Kind: KindProtocol, Status: resp.StatusCode,
+			Err: fmt.Errorf("page larger than %d bytes (BATCHHOOK_MAX_PAGE_BYTES)", c.opts.MaxPageBytes)}
+	}
+	page, err := ParsePage(body, c.opts.ResultsField)
+	if err != nil {
+		return nil, &Error{Kind: KindProtocol, Status: resp.StatusCode, Err: err}
+	}
+	return page, nil
+}
+
+// classify turns a non-200 reply into an Error. The response body is not
+// quoted: it could carry personal data.
+func classify(resp *http.Response) *Error {
+	e := &Error{Status: resp.StatusCode, Err: errors.New(http.StatusText(resp.StatusCode))}
+	switch s := resp.StatusCode; {
+	case s == http.StatusTooManyRequests || s >= 500:
+		e.Kind = KindTransient
+		e.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	case s == http.StatusUnauthorized || s == http.StatusForbidden:
+		e.Kind = KindAuth
+		e.Err = errors.New("the provider refused the API key")
+	case s == http.StatusNotFound:
+		e.Kind = KindNotFound
+		e.Err = errors.New("the provider does not know the batch (yet, or any more)")
+	case s == http.StatusRequestTimeout:
+		e.Kind = KindTransient
+	default:
+		e.Kind = KindRejected
+	}
+	return e
+}
+
+// parseRetryAfter reads delay-seconds or an HTTP date; 0 when absent or bad.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+		if secs < 0 {
+			return 0
+		}
+		if secs > 1<<20 {
+			secs = 1 << 20
+		}
+		return time.Duration(secs) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// redactURL drops the URL from a transport error: its query carries the
+// provider's cursor, which is opaque data we do not put in logs.
+func redactURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
+	}
+	return err
+}

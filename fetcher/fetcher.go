@@ -1,0 +1,311 @@
+// Package fetcher turns queued batches into exports: exactly FETCH_WORKERS
+// workers lease a batch from the store, page its results from the
+// provider's API, stage each page durably through a Sink, checkpoint the
+// cursor after every page, and publish the export at the end. A crash
+// resumes at the next page with nothing lost or written twice.
+//
+// It never handles an HTTP request: it learns of work from the store.
+package fetcher
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/batchhook/batchhook/store"
+)
+
+// Queue is what the fetcher needs from the store. Every method is one
+// durable transaction; errors are the store's (store.ErrNotFound,
+// store.ErrState) wrapped with context.
+type Queue interface {
+	Lease(now time.Time) (*store.Batch, time.Time, error)
+	Checkpoint(id string, cp store.Checkpoint, now time.Time) error
+	Retry(id string, at time.Time, kind, reason string, countAttempt bool, now time.Time) error
+	Finish(id string, state store.State, exportPath, reason string, now time.Time) error
+	Wakeups() <-chan struct{}
+}
+
+var _ Queue = (*store.Store)(nil)
+
+// Sink stages and publishes the results of batches. The fetcher owns the
+// order of operations (append, checkpoint, publish); the sink owns the bytes
+// on disk. Errors are the file system's, wrapped with context.
+type Sink interface {
+	// Published returns the path of a complete export of batchID already in
+	// place (its manifest matches its results), or ok=false.
+	Published(batchID string) (path string, ok bool, err error)
+	// Staged returns how many bytes of results are staged for batchID
+	// (0 when none).
+	Staged(batchID string) (int64, error)
+	// Append writes items, one compact JSON value a line, at offset (cutting
+	// anything staged beyond it: a page written but never checkpointed), and
+	// syncs them to disk before returning the new staged length.
+	Append(batchID string, offset int64, items []json.RawMessage) (int64, error)
+	// Publish writes the manifest for b and makes the export appear
+	// atomically; it returns the export's path.
+	Publish(b store.Batch, exportedAt time.Time) (string, error)
+}
+
+// Pager reads one page; *Client implements it.
+type Pager interface {
+	Page(ctx context.Context, batchID, cursor string) (*Page, error)
+}
+
+var _ Pager = (*Client)(nil)
+
+// Options configures a Fetcher.
+type Options struct {
+	Queue   Queue
+	Sink    Sink
+	Pager   Pager
+	Logger  zerolog.Logger
+	Workers int // 0 pauses fetching
+	// Retention: a batch not exported this long after its completed_at (or
+	// its receipt, when completed_at is unknown) is abandoned.
+	Retention     time.Duration
+	NotFoundGrace time.Duration
+	BackoffBase   time.Duration
+	BackoffMax    time.Duration
+	// IdlePoll bounds how long an idle loop sleeps without a wakeup; 0 = 1m.
+	IdlePoll time.Duration
+	Now      func() time.Time // nil = time.Now
+	Jitter   func() float64   // nil = math/rand/v2
+}
+
+// maxPages guards against a provider whose cursors never end.
+const maxPages = 100_000
+
+// Fetcher is the worker pool.
+type Fetcher struct {
+	o   Options
+	log zerolog.Logger
+}
+
+// New returns a Fetcher; Run starts it.
+func New(o Options) (*Fetcher, error) {
+	if o.Queue == nil || o.Sink == nil || o.Pager == nil {
+		return nil, errors.New("fetcher: Queue, Sink and Pager are required")
+	}
+	if o.Workers < 0 || o.BackoffBase <= 0 || o.BackoffMax < o.BackoffBase || o.Retention <= 0 {
+		return nil, errors.New("fetcher: bad Workers, backoff or Retention")
+	}
+	if o.IdlePoll <= 0 {
+		o.IdlePoll = time.Minute
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Jitter == nil {
+		o.Jitter = rand.Float64
+	}
+	return &Fetcher{o: o, log: o.Logger}, nil
+}
+
+// Run leases due batches and processes each on one of Workers goroutines
+// until ctx ends; then it waits for the workers, which put their batch back
+// in the queue at its last checkpoint. It returns nil on a clean stop.
+func (f *Fetcher) Run(ctx context.Context) error {
+	if f.o.Workers == 0 {
+		f.log.Warn().Str("event", "fetch_paused").Msg("BATCHHOOK_FETCH_WORKERS=0: fetching is paused")
+		<-ctx.Done()
+		return nil
+	}
+	slots := make(chan struct{}, f.o.Workers)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
+		b, next, err := f.o.Queue.Lease(f.o.Now())
+		if err == nil && b != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-slots }()
+				f.process(ctx, b)
+			}()
+			continue
+		}
+		<-slots
+		wait := f.o.IdlePoll
+		if err != nil {
+			f.log.Error().Str("event", "lease_failed").Err(err).Msg("could not lease a batch")
+			wait = f.o.BackoffBase
+		} else if !next.IsZero() {
+			wait = min(max(next.Sub(f.o.Now()), time.Millisecond), f.o.IdlePoll)
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-f.o.Queue.Wakeups():
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// RunOnce leases one due batch and processes it synchronously; it reports
+// whether there was one. Tests drive the fetcher through it.
+func (f *Fetcher) RunOnce(ctx context.Context) (bool, error) {
+	b, _, err := f.o.Queue.Lease(f.o.Now())
+	if err != nil || b == nil {
+		return false, err
+	}
+	f.process(ctx, b)
+	return true, nil
+}
+
+// process takes a leased batch to its next state: exported, abandoned, or
+// back to queued with a reason and a time.
+func (f *Fetcher) process(ctx context.Context, b *store.Batch) {
+	log := f.log.With().Str("batch_id", b.ID).Logger()
+	now := f.o.Now()
+	if start := retentionStart(b); now.Sub(start) > f.o.Retention {
+		f.abandon(log, b, fmt.Sprintf("retention elapsed: not exported within %s of %s", f.o.Retention, start.UTC().Format(time.RFC3339)))
+		return
+	}
+	path, ok, err := f.o.Sink.Published(b.ID)
+	if err == nil && ok {
+		f.exported(log, b, path, true)
+		return
+	}
+	if err == nil {
+		path, err = f.fetch(ctx, log, b)
+	}
+	if err == nil {
+		f.exported(log, b, path, false)
+		return
+	}
+	if ctx.Err() != nil {
+		// Shutdown: back to the queue at the last checkpoint, no penalty.
+		if rerr := f.o.Queue.Retry(b.ID, f.o.Now(), "", "", false, f.o.Now()); rerr != nil {
+			log.Error().Str("event", "release_failed").Err(rerr).Msg("could not release batch at shutdown; it is released at next start")
+		}
+		return
+	}
+	f.fail(log, b, err)
+}
+
+// fetch pages the batch from its checkpoint to the end and publishes it.
+func (f *Fetcher) fetch(ctx context.Context, log zerolog.Logger, b *store.Batch) (string, error) {
+	staged, err := f.o.Sink.Staged(b.ID)
+	if err != nil {
+		return "", fmt.Errorf("read staging: %w", err)
+	}
+	if staged < b.Checkpoint.StagedBytes {
+		log.Warn().Str("event", "staging_lost").Int64("staged_bytes", staged).Int64("checkpoint_bytes", b.Checkpoint.StagedBytes).
+			Msg("staged results shorter than the checkpoint; fetching the batch from the first page")
+		b.Checkpoint = store.Checkpoint{}
+		if err := f.o.Queue.Checkpoint(b.ID, b.Checkpoint, f.o.Now()); err != nil {
+			return "", fmt.Errorf("reset checkpoint: %w", err)
+		}
+	}
+	cp := b.Checkpoint
+	if cp.Done && staged > cp.StagedBytes {
+		// Cut bytes staged after the last checkpoint before publishing.
+		if _, err := f.o.Sink.Append(b.ID, cp.StagedBytes, nil); err != nil {
+			return "", fmt.Errorf("cut staging to checkpoint: %w", err)
+		}
+	}
+	for !cp.Done {
+		if cp.Pages >= maxPages {
+			return "", &Error{Kind: KindProtocol, Err: fmt.Errorf("more than %d pages: the cursor never ends", maxPages)}
+		}
+		page, err := f.o.Pager.Page(ctx, b.ID, cp.Cursor)
+		if err != nil {
+			return "", fmt.Errorf("fetch page %d: %w", cp.Pages+1, err)
+		}
+		if page.Next != nil && *page.Next == cp.Cursor {
+			return "", &Error{Kind: KindProtocol, Err: fmt.Errorf("page %d: next_cursor did not advance", cp.Pages+1)}
+		}
+		size, err := f.o.Sink.Append(b.ID, cp.StagedBytes, page.Items)
+		if err != nil {
+			return "", fmt.Errorf("stage page %d: %w", cp.Pages+1, err)
+		}
+		next := store.Checkpoint{StagedBytes: size, Items: cp.Items + int64(len(page.Items)), Pages: cp.Pages + 1, Done: page.Next == nil}
+		if page.Next != nil {
+			next.Cursor = *page.Next
+		}
+		if err := f.o.Queue.Checkpoint(b.ID, next, f.o.Now()); err != nil {
+			return "", fmt.Errorf("checkpoint page %d: %w", next.Pages, err)
+		}
+		cp = next
+		b.Checkpoint = cp
+		log.Debug().Str("event", "page_fetched").Int64("page", cp.Pages).Int("items", len(page.Items)).Msg("page staged")
+	}
+	path, err := f.o.Sink.Publish(*b, f.o.Now().UTC())
+	if err != nil {
+		return "", fmt.Errorf("publish export: %w", err)
+	}
+	return path, nil
+}
+
+func (f *Fetcher) exported(log zerolog.Logger, b *store.Batch, path string, already bool) {
+	if err := f.o.Queue.Finish(b.ID, store.StateExported, path, "", f.o.Now()); err != nil {
+		log.Error().Str("event", "finish_failed").Err(err).Msg("export is in place but the record could not be updated; it completes at the next attempt")
+		return
+	}
+	log.Info().Str("event", "batch_exported").Str("status", b.Notification.Status).Int64("items", b.Checkpoint.Items).
+		Int64("pages", b.Checkpoint.Pages).Str("path", path).Bool("already_published", already).Msg("batch exported")
+}
+
+func (f *Fetcher) abandon(log zerolog.Logger, b *store.Batch, reason string) {
+	if err := f.o.Queue.Finish(b.ID, store.StateAbandoned, "", reason, f.o.Now()); err != nil {
+		log.Error().Str("event", "finish_failed").Err(err).Msg("could not record the abandoned batch")
+		return
+	}
+	log.Error().Str("event", "batch_abandoned").Str("reason", reason).Msg("batch abandoned")
+}
+
+// fail applies the retry policy to a classified failure.
+func (f *Fetcher) fail(log zerolog.Logger, b *store.Batch, err error) {
+	kind, retryAfter := kindOf(err)
+	now := f.o.Now()
+	switch kind {
+	case KindRejected:
+		f.abandon(log, b, err.Error())
+		return
+	case KindNotFound:
+		if now.Sub(b.Notification.ReceivedAt) > f.o.NotFoundGrace {
+			f.abandon(log, b, fmt.Sprintf("%v; still not found %s after receipt (BATCHHOOK_NOT_FOUND_GRACE)", err, f.o.NotFoundGrace))
+			return
+		}
+	}
+	delay := Backoff(b.FetchAttempts+1, f.o.BackoffBase, f.o.BackoffMax, retryAfter, f.o.Jitter())
+	at := now.Add(delay)
+	if rerr := f.o.Queue.Retry(b.ID, at, string(kind), err.Error(), true, now); rerr != nil {
+		log.Error().Str("event", "requeue_failed").Err(rerr).Msg("could not requeue batch; it is released at next start")
+		return
+	}
+	ev := log.Warn()
+	name := "fetch_retry"
+	switch kind {
+	case KindAuth:
+		ev, name = log.Error(), "api_key_rejected"
+	case KindProtocol, KindLocal:
+		ev = log.Error()
+	}
+	ev.Str("event", name).Str("kind", string(kind)).Err(err).Int("attempt", b.FetchAttempts+1).
+		Dur("retry_in", delay).Msg("fetch failed; will retry")
+}
+
+// retentionStart is when the provider's retention clock started: the
+// batch's completed_at, or its receipt when completed_at is unknown.
+func retentionStart(b *store.Batch) time.Time {
+	if t := b.Notification.CompletedAt; t != nil {
+		return *t
+	}
+	return b.Notification.ReceivedAt
+}

@@ -1,0 +1,154 @@
+// Package daemon owns batchhook's lifecycle: it wires the store, the
+// receiver, the fetcher and the export sink, starts them in order, and stops
+// them in the reverse order (stop taking webhooks, stop the workers, close
+// the database last). The serve command, the demo and the tests all run the
+// daemon through it.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/batchhook/batchhook/config"
+	"github.com/batchhook/batchhook/export"
+	"github.com/batchhook/batchhook/fetcher"
+	"github.com/batchhook/batchhook/receiver"
+	"github.com/batchhook/batchhook/store"
+)
+
+// LockTimeout is how long Start waits for another process's database lock.
+const LockTimeout = time.Second
+
+// ShutdownTimeout bounds how long Stop waits for in-flight webhook requests.
+const ShutdownTimeout = 10 * time.Second
+
+// Daemon is one running batchhook.
+type Daemon struct {
+	cfg config.Config
+	log zerolog.Logger
+
+	store    *store.Store
+	sink     *export.Dir
+	recv     *receiver.Server
+	addr     net.Addr
+	cancel   context.CancelFunc
+	fetchErr chan error
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// New returns a daemon for cfg; Start runs it.
+func New(cfg config.Config, log zerolog.Logger) *Daemon {
+	return &Daemon{cfg: cfg, log: log}
+}
+
+// Start opens the store, releases batches a previous run left in fetching,
+// binds the webhook listener and starts the workers. When ln is non-nil it
+// is used instead of binding LISTEN_ADDR (the demo binds its own loopback
+// port before the simulator needs the URL). On error, whatever was started
+// is stopped again.
+func (d *Daemon) Start(ln net.Listener) (err error) {
+	defer func() {
+		if err != nil {
+			_ = d.Stop(context.Background())
+		}
+	}()
+	cfg := d.cfg
+	if d.store, err = store.Open(cfg.DataDir, LockTimeout); err != nil {
+		return err
+	}
+	if n, err := d.store.ReleaseLeases(time.Now()); err != nil {
+		return err
+	} else if n > 0 {
+		d.log.Info().Str("component", "daemon").Str("event", "leases_released").Int("batches", n).
+			Msg("batches left in fetching by the previous run resume from their checkpoint")
+	}
+	if d.sink, err = export.New(cfg.ExportDir); err != nil {
+		return err
+	}
+	client, err := fetcher.NewClient(fetcher.ClientOptions{
+		BaseURL: cfg.APIBaseURL, APIKey: func() []byte { return cfg.APIKey }, Limit: cfg.PageLimit,
+		CursorParam: cfg.CursorParam, ResultsField: cfg.ResultsField, MaxPageBytes: cfg.MaxPageBytes,
+		Timeout: cfg.FetchTimeout,
+	})
+	if err != nil {
+		return err
+	}
+	f, err := fetcher.New(fetcher.Options{
+		Queue: d.store, Sink: d.sink, Pager: client, Workers: cfg.FetchWorkers,
+		Logger:    d.log.With().Str("component", "fetcher").Logger(),
+		Retention: cfg.Retention, NotFoundGrace: cfg.NotFoundGrace,
+		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax,
+	})
+	if err != nil {
+		return err
+	}
+	d.recv, err = receiver.New(receiver.Options{
+		Path: cfg.WebhookPath, MaxBodyBytes: cfg.MaxBodyBytes,
+		Secret: func() []byte { return cfg.SigningSecret }, Store: d.store,
+		Logger: d.log.With().Str("component", "receiver").Logger(),
+	})
+	if err != nil {
+		return err
+	}
+	if ln == nil {
+		if ln, err = net.Listen("tcp", cfg.ListenAddr); err != nil {
+			return fmt.Errorf("listen on %s (BATCHHOOK_LISTEN_ADDR): %w", cfg.ListenAddr, err)
+		}
+	}
+	d.addr = ln.Addr()
+	d.recv.Serve(ln)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	d.cancel = cancel
+	d.fetchErr = make(chan error, 1)
+	go func() { d.fetchErr <- f.Run(ctx) }()
+
+	d.log.Info().Str("component", "daemon").Str("event", "started").Str("listen_addr", d.addr.String()).
+		Str("webhook_path", cfg.WebhookPath).Str("data_dir", cfg.DataDir).Str("export_dir", d.sink.Root()).
+		Str("api_base_url", cfg.APIBaseURL).Int("fetch_workers", cfg.FetchWorkers).
+		Str("signing_secret_fingerprint", cfg.SigningSecret.Fingerprint()).
+		Str("api_key_fingerprint", cfg.APIKey.Fingerprint()).Msg("batchhook is serving")
+	return nil
+}
+
+// Addr is the bound webhook address (useful when LISTEN_ADDR ends in :0).
+func (d *Daemon) Addr() net.Addr { return d.addr }
+
+// ExportDir is the absolute export root.
+func (d *Daemon) ExportDir() string { return d.sink.Root() }
+
+// Batch returns the record of a batch.
+func (d *Daemon) Batch(id string) (*store.Batch, error) { return d.store.Get(id) }
+
+// Stop stops taking webhooks (waiting for in-flight requests up to
+// ShutdownTimeout or ctx), stops the workers (each puts its batch back at
+// its last checkpoint) and closes the database. Calling it again returns
+// the first result.
+func (d *Daemon) Stop(ctx context.Context) error {
+	d.stopOnce.Do(func() {
+		var errs []error
+		if d.recv != nil && d.addr != nil {
+			sctx, cancel := context.WithTimeout(ctx, ShutdownTimeout)
+			errs = append(errs, d.recv.Shutdown(sctx))
+			cancel()
+		}
+		if d.cancel != nil {
+			d.cancel()
+			errs = append(errs, <-d.fetchErr)
+		}
+		if d.store != nil {
+			errs = append(errs, d.store.Close())
+		}
+		d.stopErr = errors.Join(errs...)
+		d.log.Info().Str("component", "daemon").Str("event", "stopped").Msg("batchhook stopped")
+	})
+	return d.stopErr
+}

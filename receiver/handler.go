@@ -1,0 +1,163 @@
+package receiver
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	"github.com/rs/zerolog"
+
+	"github.com/batchhook/batchhook/internal/signature"
+	"github.com/batchhook/batchhook/store"
+)
+
+// Reply results, as in {"result":"accepted","batch_id":"…"}.
+const (
+	ResultAccepted  = "accepted"
+	ResultDuplicate = "duplicate"
+	ResultIgnored   = "ignored"
+)
+
+type reply struct {
+	Result  string `json:"result"`
+	BatchID string `json:"batch_id"`
+}
+
+// handle is the webhook, in the order the document requires: read the
+// capped body, verify the signature, and only then look inside the body.
+func (s *Server) handle(c echo.Context) error {
+	req := c.Request()
+	if req.Method != http.MethodPost {
+		c.Response().Header().Set("Allow", http.MethodPost)
+		return fail(c, http.StatusMethodNotAllowed, "method_not_allowed")
+	}
+	reqID := newRequestID()
+	c.Response().Header().Set("X-Request-Id", reqID)
+	log := s.opts.Logger.With().Str("request_id", reqID).Str("remote_addr", req.RemoteAddr).
+		Int("attempt", attempt(req)).Logger()
+
+	body, err := s.readBody(c)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			log.Warn().Str("event", "webhook_too_large").Int64("max_body_bytes", s.opts.MaxBodyBytes).
+				Int64("content_length", req.ContentLength).Msg("webhook body over the size limit")
+			return fail(c, http.StatusRequestEntityTooLarge, "body_too_large")
+		}
+		log.Warn().Str("event", "webhook_read_failed").Err(err).Msg("could not read webhook body")
+		return fail(c, http.StatusBadRequest, "unreadable_body")
+	}
+
+	if reason := signature.Verify(s.opts.Secret(), body, req.Header.Get(signature.Header)); reason != signature.OK {
+		sum := sha256.Sum256(body)
+		log.Warn().Str("event", "webhook_rejected").Str("reason", string(reason)).
+			Int("body_len", len(body)).Str("body_sha256", hex.EncodeToString(sum[:])).
+			Msg("webhook signature rejected")
+		return fail(c, http.StatusUnauthorized, "invalid_signature")
+	}
+	// From here on the body is genuine.
+	if enc := req.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+		log.Warn().Str("event", "webhook_unsupported_encoding").Msg("signed webhook with a Content-Encoding")
+		return fail(c, http.StatusUnsupportedMediaType, "unsupported_content_encoding")
+	}
+	now := s.opts.Now().UTC()
+	n, err := Parse(body)
+	if err != nil {
+		return s.quarantine(c, log, body, err)
+	}
+	log = log.With().Str("batch_id", n.BatchID).Logger()
+	if n.Event != EventCompleted {
+		return s.audit(c, log, body, n)
+	}
+
+	known, err := s.opts.Store.Known(n.BatchID)
+	if err != nil {
+		return s.storeFailed(c, log, err)
+	}
+	if !known {
+		n.Attempt, n.ReceivedAt, n.Source, n.Raw = attempt(req), now, store.SourceWebhook, body
+		created, err := s.opts.Store.Record(n)
+		if err != nil {
+			return s.storeFailed(c, log, err)
+		}
+		known = !created
+	}
+	if known {
+		log.Info().Str("event", "webhook_duplicate").Msg("batch already recorded; nothing to do")
+		return c.JSON(http.StatusOK, reply{ResultDuplicate, n.BatchID})
+	}
+	ev := log.Info().Str("event", "webhook_accepted").Str("status", n.Status)
+	if len(n.Flags) > 0 {
+		ev = log.Warn().Str("event", "webhook_accepted").Str("status", n.Status).Strs("flags", n.Flags)
+	}
+	ev.Msg("batch recorded and queued")
+	return c.JSON(http.StatusOK, reply{ResultAccepted, n.BatchID})
+}
+
+// readBody reads at most MaxBodyBytes; a declared or actual larger body is
+// refused without reading the rest.
+func (s *Server) readBody(c echo.Context) ([]byte, error) {
+	req := c.Request()
+	if req.ContentLength > s.opts.MaxBodyBytes {
+		return nil, &http.MaxBytesError{Limit: s.opts.MaxBodyBytes}
+	}
+	return io.ReadAll(http.MaxBytesReader(c.Response(), req.Body, s.opts.MaxBodyBytes))
+}
+
+func (s *Server) quarantine(c echo.Context, log zerolog.Logger, body []byte, cause error) error {
+	sum := sha256.Sum256(body)
+	q := store.Quarantined{
+		ID: hex.EncodeToString(sum[:]), Reason: cause.Error(), Attempt: attempt(c.Request()),
+		ReceivedAt: s.opts.Now().UTC(), Raw: body,
+	}
+	if err := s.opts.Store.Quarantine(q); err != nil {
+		return s.storeFailed(c, log, err)
+	}
+	log.Error().Str("event", "webhook_invalid").Str("reason", cause.Error()).Str("quarantine_id", q.ID).
+		Msg("signed webhook failed validation; kept in quarantine")
+	return fail(c, http.StatusBadRequest, cause.Error())
+}
+
+func (s *Server) audit(c echo.Context, log zerolog.Logger, body []byte, n store.Notification) error {
+	sum := sha256.Sum256(body)
+	e := store.AuditEvent{
+		ID: hex.EncodeToString(sum[:]), Event: n.Event, BatchID: n.BatchID,
+		Attempt: attempt(c.Request()), ReceivedAt: s.opts.Now().UTC(), Raw: body,
+	}
+	if err := s.opts.Store.Audit(e); err != nil {
+		return s.storeFailed(c, log, err)
+	}
+	log.Info().Str("event", "webhook_ignored").Str("webhook_event", truncate(n.Event)).
+		Msg("signed webhook of another event kept for audit")
+	return c.JSON(http.StatusOK, reply{ResultIgnored, n.BatchID})
+}
+
+func (s *Server) storeFailed(c echo.Context, log zerolog.Logger, err error) error {
+	log.Error().Str("event", "webhook_store_failed").Err(err).Msg("could not record webhook; replying 503 so the provider retries")
+	return fail(c, http.StatusServiceUnavailable, "storage_unavailable")
+}
+
+func fail(c echo.Context, code int, reason string) error {
+	return c.JSON(code, map[string]string{"error": reason})
+}
+
+// attempt reads X-Service-Attempt; 0 when absent or not a small integer.
+func attempt(r *http.Request) int {
+	n, err := strconv.Atoi(r.Header.Get("X-Service-Attempt"))
+	if err != nil || n < 0 || n > 1_000_000 {
+		return 0
+	}
+	return n
+}
+
+func newRequestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

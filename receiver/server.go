@@ -1,0 +1,157 @@
+// Package receiver is batchhook's public HTTP edge: the one webhook endpoint
+// the provider POSTs batch.completed notifications to. It proves each
+// delivery genuine before it looks at the body, records it durably through
+// the store, and replies in milliseconds. It never calls the provider:
+// fetching is the fetcher's job, woken by the store's commit.
+//
+// It is the only package besides the admin API that imports echo; nothing
+// exported mentions it.
+package receiver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/rs/zerolog"
+
+	"github.com/batchhook/batchhook/store"
+)
+
+// Server deadlines and caps. The provider gives up on a delivery after 10 s
+// (document section 6), so nothing here needs to wait longer; a client that
+// dribbles headers or a body is cut off instead of holding a connection.
+const (
+	ReadHeaderTimeout = 5 * time.Second
+	ReadTimeout       = 10 * time.Second
+	WriteTimeout      = 10 * time.Second
+	IdleTimeout       = 60 * time.Second
+	MaxHeaderBytes    = 16 << 10
+)
+
+// Recorder is what the receiver needs from the store. Known runs in a read
+// transaction; Record, Quarantine and Audit return only after a durable
+// commit, and any error from them means nothing can be promised to the
+// sender (the receiver answers 503).
+type Recorder interface {
+	Known(batchID string) (bool, error)
+	Record(n store.Notification) (created bool, err error)
+	Quarantine(q store.Quarantined) error
+	Audit(e store.AuditEvent) error
+}
+
+var _ Recorder = (*store.Store)(nil)
+
+// Options configures a Server.
+type Options struct {
+	// Path is the webhook path, e.g. /webhooks/batch-completed.
+	Path string
+	// MaxBodyBytes caps the body; larger deliveries get 413.
+	MaxBodyBytes int64
+	// Secret returns the current signing secret. It is called once per
+	// request so that a reloaded secret applies to the next request.
+	Secret func() []byte
+	Store  Recorder
+	Logger zerolog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Server serves the webhook endpoint.
+type Server struct {
+	opts Options
+	echo *echo.Echo
+	http *http.Server
+	done chan error
+}
+
+// New checks opts and builds the server; it does not listen yet.
+func New(opts Options) (*Server, error) {
+	switch {
+	case opts.Path == "" || opts.Path[0] != '/':
+		return nil, fmt.Errorf("receiver: path %q must start with /", opts.Path)
+	case opts.MaxBodyBytes <= 0:
+		return nil, errors.New("receiver: MaxBodyBytes must be positive")
+	case opts.Secret == nil || opts.Store == nil:
+		return nil, errors.New("receiver: Secret and Store are required")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Server{opts: opts}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	e.Any(opts.Path, s.handle)
+	s.echo = e
+	s.http = &http.Server{
+		Handler:           e,
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadTimeout:       ReadTimeout,
+		WriteTimeout:      WriteTimeout,
+		IdleTimeout:       IdleTimeout,
+		MaxHeaderBytes:    MaxHeaderBytes,
+		ErrorLog:          nil,
+	}
+	return s, nil
+}
+
+// Handler returns the HTTP handler, for tests that bring their own server.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// Serve serves on ln in the background until Shutdown. The caller binds ln
+// (so "address in use" surfaces where it binds).
+func (s *Server) Serve(ln net.Listener) {
+	s.done = make(chan error, 1)
+	go func() {
+		err := s.http.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		s.done <- err
+	}()
+}
+
+// Shutdown stops accepting, waits for in-flight requests until ctx ends,
+// then closes what remains. It is safe to call more than once.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.http.Shutdown(ctx)
+	if err != nil {
+		s.http.Close()
+	}
+	if s.done != nil {
+		if serr := <-s.done; serr != nil && err == nil {
+			err = serr
+		}
+		s.done = nil
+	}
+	if err != nil {
+		return fmt.Errorf("shut down webhook listener: %w", err)
+	}
+	return nil
+}
+
+// handleError turns routing errors (404, 405) into the JSON error shape.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	code, reason := http.StatusInternalServerError, "internal_error"
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		code = he.Code
+		switch code {
+		case http.StatusNotFound:
+			reason = "not_found"
+		case http.StatusMethodNotAllowed:
+			reason = "method_not_allowed"
+		default:
+			reason = http.StatusText(code)
+		}
+	}
+	_ = c.JSON(code, map[string]string{"error": reason})
+}

@@ -1,0 +1,13 @@
+package store
+
+import "errors"
+
+// ErrNotFound is returned when a batch, quarantine entry or event does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ErrLocked is returned by Open when another process holds the database.
+var ErrLocked = errors.New("database is locked by another process")
+
+// ErrState is returned when a transition is asked of a batch in a state that
+// does not allow it (for example a checkpoint on a batch no longer fetching).
+var ErrState = errors.New("batch is not in the expected state")

@@ -1,0 +1,171 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Lease moves the batch that is due soonest, if due at now, from queued to
+// fetching and returns it: one worker holds one batch. When none is due it
+// returns nil and the time the next one falls due (zero when none waits).
+func (s *Store) Lease(now time.Time) (*Batch, time.Time, error) {
+	var (
+		leased *Batch
+		next   time.Time
+	)
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketDue).Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.First() {
+			at := time.Unix(0, int64(binary.BigEndian.Uint64(k[:8])))
+			if at.After(now) {
+				next = at
+				return nil
+			}
+			id := string(k[8:])
+			if err := c.Delete(); err != nil {
+				return fmt.Errorf("remove due entry %s: %w", id, err)
+			}
+			b, err := getBatch(tx, id)
+			if err != nil {
+				return err
+			}
+			if b.State != StateQueued || !b.NextAttemptAt.Equal(at) {
+				continue // stale entry: the batch moved on or was rescheduled
+			}
+			b.State = StateFetching
+			b.UpdatedAt = now
+			leased = b
+			return putBatch(tx, b)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("lease batch: %w", err)
+	}
+	return leased, next, nil
+}
+
+// update applies fn to batch id inside one write transaction, after
+// checking that the batch is in state want.
+func (s *Store) update(id string, want State, fn func(tx *bolt.Tx, b *Batch) error) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b, err := getBatch(tx, id)
+		if err != nil {
+			return err
+		}
+		if b.State != want {
+			return fmt.Errorf("batch %s is %s, want %s: %w", id, b.State, want, ErrState)
+		}
+		if err := fn(tx, b); err != nil {
+			return err
+		}
+		return putBatch(tx, b)
+	})
+}
+
+// Checkpoint records how far the fetch of a leased batch got. Call it only
+// after the staged bytes that cp counts are synced to disk. A successful
+// page also clears the batch's failure count.
+func (s *Store) Checkpoint(id string, cp Checkpoint, now time.Time) error {
+	err := s.update(id, StateFetching, func(_ *bolt.Tx, b *Batch) error {
+		b.Checkpoint = cp
+		b.FetchAttempts = 0
+		b.LastError, b.ErrorKind = "", ""
+		b.UpdatedAt = now
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("checkpoint batch %s: %w", id, err)
+	}
+	return nil
+}
+
+// Retry puts a leased batch back in the queue after a failed attempt, due at
+// at, with the failure recorded. countAttempt says whether the failure
+// counts towards the backoff (a shutdown does not).
+func (s *Store) Retry(id string, at time.Time, kind, reason string, countAttempt bool, now time.Time) error {
+	err := s.update(id, StateFetching, func(tx *bolt.Tx, b *Batch) error {
+		b.State = StateQueued
+		if countAttempt {
+			b.FetchAttempts++
+		}
+		if reason != "" {
+			b.LastError, b.ErrorKind = reason, kind
+		}
+		b.UpdatedAt = now
+		if !at.After(now) {
+			tx.OnCommit(s.notify)
+		}
+		return schedule(tx, b, at)
+	})
+	if err != nil {
+		return fmt.Errorf("requeue batch %s: %w", id, err)
+	}
+	return nil
+}
+
+// Finish moves a leased batch to a final state: exported with its export
+// path, or abandoned with the reason.
+func (s *Store) Finish(id string, state State, exportPath, reason string, now time.Time) error {
+	if !state.Final() {
+		return fmt.Errorf("finish batch %s as %s: %w", id, state, ErrState)
+	}
+	err := s.update(id, StateFetching, func(_ *bolt.Tx, b *Batch) error {
+		b.State = state
+		b.ExportPath = exportPath
+		if reason != "" {
+			b.LastError = reason
+		}
+		b.UpdatedAt, b.FinishedAt = now, now
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("finish batch %s: %w", id, err)
+	}
+	return nil
+}
+
+// ReleaseLeases returns every batch left in fetching (by a crash or a kill)
+// to queued, due at once, keeping its checkpoint. The daemon calls it at
+// start, before any worker runs; it returns how many it released.
+func (s *Store) ReleaseLeases(now time.Time) (int, error) {
+	var n int
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		var stuck []*Batch
+		err := tx.Bucket(bucketBatches).ForEach(func(k, v []byte) error {
+			b, err := getBatch(tx, string(k))
+			if err != nil {
+				return err
+			}
+			if b.State == StateFetching {
+				stuck = append(stuck, b)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, b := range stuck {
+			b.State = StateQueued
+			b.UpdatedAt = now
+			if err := schedule(tx, b, now); err != nil {
+				return err
+			}
+			if err := putBatch(tx, b); err != nil {
+				return err
+			}
+		}
+		n = len(stuck)
+		if n > 0 {
+			tx.OnCommit(s.notify)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("release leases: %w", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,115 @@
+package store
+
+import (
+	"time"
+)
+
+// State is where a batch is in its life. The states and who moves a batch
+// between them are the contract of the pipeline:
+//
+//	(none) ──receiver: first batch.completed──▶ queued
+//	queued ──fetcher: Lease──▶ fetching
+//	fetching ──fetcher: Checkpoint──▶ fetching (one page further)
+//	fetching ──fetcher: Retry / Release, or daemon start: ReleaseLeases──▶ queued
+//	fetching ──fetcher: Finish──▶ exported | abandoned (final)
+type State string
+
+// The batch states.
+const (
+	// StateQueued: a batch.completed was recorded; the batch waits for a
+	// worker, possibly until NextAttemptAt after a failed attempt.
+	StateQueued State = "queued"
+	// StateFetching: one worker holds the batch and pages its results.
+	StateFetching State = "fetching"
+	// StateExported: the export directory is complete and in place. Final.
+	StateExported State = "exported"
+	// StateAbandoned: batchhook gave up (retention over, results gone, the
+	// provider refused the request); LastError says why. Final.
+	StateAbandoned State = "abandoned"
+)
+
+// Final reports whether no worker will touch a batch in state s again.
+func (s State) Final() bool { return s == StateExported || s == StateAbandoned }
+
+// Source says how batchhook learned that a batch was final.
+const (
+	SourceWebhook = "webhook"
+	SourcePoll    = "poll"
+)
+
+// Notification is one accepted batch.completed delivery. Raw is the body
+// exactly as received and signed; the other fields are what validation read
+// from it. A counter the body did not carry is nil.
+type Notification struct {
+	Event          string     `json:"event"`
+	BatchID        string     `json:"batch_id"`
+	Status         string     `json:"status"`
+	TotalRequested *int64     `json:"total_requested"`
+	TotalFound     *int64     `json:"total_found"`
+	TotalNotFound  *int64     `json:"total_not_found"`
+	CompletedAt    *time.Time `json:"completed_at"`
+	// Flags lists what looked wrong but was accepted so that a genuine
+	// batch is never lost to a rejection the provider retries for ever
+	// (counter relations, an unparsable completed_at).
+	Flags      []string  `json:"flags,omitempty"`
+	Attempt    int       `json:"attempt"`
+	ReceivedAt time.Time `json:"received_at"`
+	Source     string    `json:"source"`
+	Raw        []byte    `json:"raw"`
+}
+
+// Checkpoint is how far the fetch of a batch got. It is committed only after
+// the staged bytes it counts are on disk, so a restart resumes at the next
+// page with nothing lost or written twice.
+type Checkpoint struct {
+	// Cursor is the next_cursor to request next; empty before the first page.
+	Cursor string `json:"cursor,omitempty"`
+	// Done is true once the page with a null next_cursor is staged.
+	Done bool `json:"done"`
+	// StagedBytes is the length of the staged results file that the pages
+	// so far account for; anything beyond it is cut on resume.
+	StagedBytes int64 `json:"staged_bytes"`
+	Items       int64 `json:"items"`
+	Pages       int64 `json:"pages"`
+}
+
+// Batch is the durable record of one batch.
+type Batch struct {
+	ID           string       `json:"id"`
+	State        State        `json:"state"`
+	Notification Notification `json:"notification"`
+	Checkpoint   Checkpoint   `json:"checkpoint"`
+	// FetchAttempts counts failed fetch attempts since the last success; it
+	// drives the backoff.
+	FetchAttempts int       `json:"fetch_attempts"`
+	NextAttemptAt time.Time `json:"next_attempt_at"`
+	LastError     string    `json:"last_error,omitempty"`
+	// ErrorKind classifies LastError (transient, auth, not_found, …).
+	ErrorKind  string    `json:"error_kind,omitempty"`
+	ExportPath string    `json:"export_path,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+}
+
+// Quarantined is a signed delivery that failed validation, kept so that
+// nothing genuine is lost. It is keyed by the SHA-256 of the body, so a
+// retried bad delivery is kept once.
+type Quarantined struct {
+	ID         string    `json:"id"`
+	Reason     string    `json:"reason"`
+	Attempt    int       `json:"attempt"`
+	ReceivedAt time.Time `json:"received_at"`
+	Raw        []byte    `json:"raw"`
+}
+
+// AuditEvent is a signed delivery whose event is not batch.completed: kept
+// for audit, never fetched. Keyed by the SHA-256 of the body.
+type AuditEvent struct {
+	ID         string    `json:"id"`
+	Event      string    `json:"event"`
+	BatchID    string    `json:"batch_id"`
+	Attempt    int       `json:"attempt"`
+	ReceivedAt time.Time `json:"received_at"`
+	Raw        []byte    `json:"raw"`
+}

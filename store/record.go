@@ -1,0 +1,124 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Known reports whether a batch.completed is already recorded for id. It
+// runs in a read transaction: answering a duplicate delivery never costs a
+// write (an empty write transaction still fsyncs).
+func (s *Store) Known(id string) (bool, error) {
+	var known bool
+	err := s.db.View(func(tx *bolt.Tx) error {
+		known = tx.Bucket(bucketBatches).Get([]byte(id)) != nil
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("look up batch %s: %w", id, err)
+	}
+	return known, nil
+}
+
+// Record stores the first accepted batch.completed for n.BatchID and makes
+// the batch due at once, in one durable transaction. It returns false when
+// the batch was already recorded (a concurrent delivery won the race); the
+// stored record is then left as it was.
+func (s *Store) Record(n Notification) (created bool, err error) {
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketBatches).Get([]byte(n.BatchID)) != nil {
+			return nil
+		}
+		created = true
+		b := &Batch{
+			ID:           n.BatchID,
+			State:        StateQueued,
+			Notification: n,
+			CreatedAt:    n.ReceivedAt,
+			UpdatedAt:    n.ReceivedAt,
+		}
+		if err := schedule(tx, b, n.ReceivedAt); err != nil {
+			return err
+		}
+		tx.OnCommit(s.notify)
+		return putBatch(tx, b)
+	})
+	if err != nil {
+		return false, fmt.Errorf("record batch %s: %w", n.BatchID, err)
+	}
+	return created, nil
+}
+
+// Quarantine keeps a signed but invalid delivery. An entry with the same
+// body hash is kept once; the call then writes nothing.
+func (s *Store) Quarantine(q Quarantined) error {
+	return s.putOnce(bucketQuarantine, q.ID, q)
+}
+
+// Audit keeps a signed delivery of another event. An identical body is kept
+// once; the call then writes nothing.
+func (s *Store) Audit(e AuditEvent) error {
+	return s.putOnce(bucketEvents, e.ID, e)
+}
+
+func (s *Store) putOnce(bucket []byte, id string, v any) error {
+	var exists bool
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		exists = tx.Bucket(bucket).Get([]byte(id)) != nil
+		return nil
+	}); err != nil || exists {
+		return err
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s entry: %w", bucket, err)
+	}
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucket)
+		if b.Get([]byte(id)) != nil {
+			return nil
+		}
+		return b.Put([]byte(id), data)
+	})
+	if err != nil {
+		return fmt.Errorf("store %s entry: %w", bucket, err)
+	}
+	return nil
+}
+
+// GetQuarantined returns the quarantine entry id, or ErrNotFound.
+func (s *Store) GetQuarantined(id string) (*Quarantined, error) {
+	var q Quarantined
+	return &q, s.getJSON(bucketQuarantine, id, &q)
+}
+
+// GetAudit returns the audit entry id, or ErrNotFound.
+func (s *Store) GetAudit(id string) (*AuditEvent, error) {
+	var e AuditEvent
+	return &e, s.getJSON(bucketEvents, id, &e)
+}
+
+func (s *Store) getJSON(bucket []byte, id string, v any) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		data := tx.Bucket(bucket).Get([]byte(id))
+		if data == nil {
+			return ErrNotFound
+		}
+		if err := json.Unmarshal(data, v); err != nil {
+			return fmt.Errorf("decode %s entry %s: %w", bucket, id, err)
+		}
+		return nil
+	})
+}
+
+// CountQuarantined returns the number of quarantine entries.
+func (s *Store) CountQuarantined() (int, error) {
+	var n int
+	err := s.db.View(func(tx *bolt.Tx) error {
+		n = tx.Bucket(bucketQuarantine).Stats().KeyN
+		return nil
+	})
+	return n, err
+}

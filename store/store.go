@@ -1,0 +1,155 @@
+// Package store is the durable bottom of batchhook: it owns the bbolt file
+// and the nouns kept in it (notifications, batch records and their states,
+// checkpoints, quarantine and audit entries). No other package imports bbolt
+// and no exported signature mentions it.
+//
+// Every exported method is one transaction. Writes are committed with
+// fsync before the method returns, so a caller that replies 2xx after a nil
+// error has made the batch durable.
+package store
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// FileName is the name of the database file inside the data directory.
+const FileName = "batchhook.db"
+
+var (
+	bucketBatches    = []byte("batches")
+	bucketDue        = []byte("due")
+	bucketQuarantine = []byte("quarantine")
+	bucketEvents     = []byte("events")
+)
+
+// Store is the bbolt-backed store. It is safe for concurrent use.
+type Store struct {
+	db   *bolt.DB
+	wake chan struct{}
+}
+
+// Open opens (creating if needed) the database in dir, with mode 0600 and
+// its directory 0700. It waits at most lockTimeout for another process's
+// lock and then fails with ErrLocked, so a second daemon on the same data
+// directory stops at once with a clear message instead of hanging.
+func Open(dir string, lockTimeout time.Duration) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	path := filepath.Join(dir, FileName)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("open %s: %w (is another batchhook running on this data dir?)", path, ErrLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketBatches, bucketDue, bucketQuarantine, bucketEvents} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("initialise %s: %w", path, err)
+	}
+	return &Store{db: db, wake: make(chan struct{}, 1)}, nil
+}
+
+// Close closes the database. Call it last, after the receiver and the
+// fetcher have stopped.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Path returns the database file's path.
+func (s *Store) Path() string { return s.db.Path() }
+
+// Wakeups delivers a value after a commit that made a batch due, so that an
+// idle fetcher looks for work at once instead of on its next timer.
+func (s *Store) Wakeups() <-chan struct{} { return s.wake }
+
+func (s *Store) notify() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Ping checks that the database accepts a write transaction.
+func (s *Store) Ping() error {
+	return s.db.Update(func(tx *bolt.Tx) error { return nil })
+}
+
+func getBatch(tx *bolt.Tx, id string) (*Batch, error) {
+	v := tx.Bucket(bucketBatches).Get([]byte(id))
+	if v == nil {
+		return nil, ErrNotFound
+	}
+	var b Batch
+	if err := json.Unmarshal(v, &b); err != nil {
+		return nil, fmt.Errorf("decode batch record %s: %w", id, err)
+	}
+	return &b, nil
+}
+
+func putBatch(tx *bolt.Tx, b *Batch) error {
+	v, err := json.Marshal(b)
+	if err != nil {
+		return fmt.Errorf("encode batch record %s: %w", b.ID, err)
+	}
+	return tx.Bucket(bucketBatches).Put([]byte(b.ID), v)
+}
+
+// dueKey orders the due bucket by time, then id: the first key is the batch
+// that is due soonest.
+func dueKey(at time.Time, id string) []byte {
+	k := make([]byte, 8+len(id))
+	binary.BigEndian.PutUint64(k, uint64(at.UnixNano()))
+	copy(k[8:], id)
+	return k
+}
+
+func schedule(tx *bolt.Tx, b *Batch, at time.Time) error {
+	b.NextAttemptAt = at
+	return tx.Bucket(bucketDue).Put(dueKey(at, b.ID), nil)
+}
+
+// Get returns the record of batch id, or ErrNotFound.
+func (s *Store) Get(id string) (*Batch, error) {
+	var b *Batch
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		b, err = getBatch(tx, id)
+		return err
+	})
+	return b, err
+}
+
+// Counts returns how many batches are in each state.
+func (s *Store) Counts() (map[State]int, error) {
+	counts := map[State]int{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketBatches).ForEach(func(_, v []byte) error {
+			var b struct {
+				State State `json:"state"`
+			}
+			if err := json.Unmarshal(v, &b); err != nil {
+				return fmt.Errorf("decode batch record: %w", err)
+			}
+			counts[b.State]++
+			return nil
+		})
+	})
+	return counts, err
+}
