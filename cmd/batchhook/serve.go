@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/batchhook/batchhook/config"
+	"github.com/batchhook/batchhook/internal/daemon"
+)
+
+const serveUsage = `Usage: batchhook serve
+
+Runs the daemon until SIGINT or SIGTERM. It takes no flags: every setting is
+a BATCHHOOK_* environment variable (README, "Configuration"). Logs are JSON
+lines on stdout.
+`
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+			fmt.Fprint(stdout, serveUsage)
+			return 0
+		}
+		fmt.Fprintf(stderr, "batchhook serve: unexpected argument %q\n%s", args[0], serveUsage)
+		return 2
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		fmt.Fprintf(stderr, "batchhook: configuration: %v\n", err)
+		return 2
+	}
+	log := newLogger(cfg.LogLevel, cfg.LogFormat, stdout)
+	d := daemon.New(*cfg, log)
+	if err := d.Start(nil); err != nil {
+		log.Error().Str("component", "daemon").Str("event", "start_failed").Err(err).Msg("batchhook could not start")
+		fmt.Fprintf(stderr, "batchhook: %v\n", err)
+		return 1
+	}
+	<-ctx.Done()
+	log.Info().Str("component", "daemon").Str("event", "stopping").Msg("signal received; stopping")
+	sctx, cancel := context.WithTimeout(context.Background(), 2*daemon.ShutdownTimeout)
+	defer cancel()
+	if err := d.Stop(sctx); err != nil {
+		log.Error().Str("component", "daemon").Str("event", "stop_failed").Err(err).Msg("unclean stop")
+		return 1
+	}
+	return 0
+}
+
+// newLogger builds the process logger: JSON lines (or a console rendering)
+// with a timestamp, at the configured level.
+func newLogger(level, format string, w io.Writer) zerolog.Logger {
+	if format == "console" {
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339, NoColor: !isTerminal(w)}
+	}
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil {
+		lvl = zerolog.InfoLevel
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,284 @@
+package receiver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/batchhook/batchhook/internal/signature"
+	"github.com/batchhook/batchhook/store"
+)
+
+const (
+	testPath   = "/webhooks/batch-completed"
+	testSecret = "whsec_test secret "
+)
+
+type env struct {
+	url   string
+	store *store.Store
+	logs  *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func start(t *testing.T, rec Recorder) *env {
+	t.Helper()
+	st, err := store.Open(t.TempDir(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if rec == nil {
+		rec = st
+	}
+	logs := &syncBuffer{}
+	srv, err := New(Options{
+		Path: testPath, MaxBodyBytes: 4096, Secret: func() []byte { return []byte(testSecret) },
+		Store: rec, Logger: zerolog.New(logs),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Serve(ln)
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	return &env{url: "http://" + ln.Addr().String(), store: st, logs: logs}
+}
+
+func body(id, status string) []byte {
+	return []byte(fmt.Sprintf(`{"event":"batch.completed","batch_id":%q,"status":%q,"total_requested":3,"total_found":2,"total_not_found":1,"completed_at":"2026-11-22T10:00:00Z"}`, id, status))
+}
+
+type result struct {
+	code int
+	body map[string]string
+	hdr  http.Header
+}
+
+func (e *env) post(t *testing.T, path string, b []byte, headers map[string]string) result {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, e.url+path, bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	out := map[string]string{}
+	_ = json.Unmarshal(raw, &out)
+	return result{resp.StatusCode, out, resp.Header}
+}
+
+func signed(b []byte) map[string]string {
+	return map[string]string{signature.Header: signature.Sign([]byte(testSecret), b), "X-Service-Attempt": "1"}
+}
+
+func TestAcceptThenDuplicate(t *testing.T) {
+	e := start(t, nil)
+	b := body("b_1", "partial")
+	r := e.post(t, testPath, b, signed(b))
+	if r.code != 200 || r.body["result"] != "accepted" || r.body["batch_id"] != "b_1" {
+		t.Fatalf("first delivery: %d %v", r.code, r.body)
+	}
+	rec, err := e.store.Get("b_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(rec.Notification.Raw, b) || rec.State != store.StateQueued || rec.Notification.Status != "partial" ||
+		rec.Notification.Attempt != 1 || rec.Notification.Source != store.SourceWebhook {
+		t.Fatalf("record = %+v", rec)
+	}
+	h := signed(b)
+	h["X-Service-Attempt"] = "2"
+	r = e.post(t, testPath, b, h)
+	if r.code != 200 || r.body["result"] != "duplicate" {
+		t.Fatalf("replay: %d %v", r.code, r.body)
+	}
+	again, _ := e.store.Get("b_1")
+	if again.Notification.Attempt != 1 || !again.UpdatedAt.Equal(rec.UpdatedAt) {
+		t.Fatalf("replay changed the record: %+v", again)
+	}
+	if !strings.Contains(e.logs.String(), `"event":"webhook_duplicate"`) || !strings.Contains(e.logs.String(), `"attempt":2`) {
+		t.Fatalf("duplicate not logged with its attempt:\n%s", e.logs.String())
+	}
+}
+
+func TestConcurrentDeliveriesOfOneBatchAcceptOnce(t *testing.T) {
+	e := start(t, nil)
+	b := body("b_race", "completed")
+	var wg sync.WaitGroup
+	results := make(chan string, 16)
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results <- e.post(t, testPath, b, signed(b)).body["result"]
+		}()
+	}
+	wg.Wait()
+	close(results)
+	counts := map[string]int{}
+	for r := range results {
+		counts[r]++
+	}
+	if counts["accepted"] != 1 || counts["duplicate"] != 15 {
+		t.Fatalf("results = %v, want 1 accepted and 15 duplicates", counts)
+	}
+}
+
+func TestRejectedSignaturesStoreNothing(t *testing.T) {
+	e := start(t, nil)
+	b := body("b_forged", "completed")
+	good := signature.Sign([]byte(testSecret), b)
+	cases := map[string]string{
+		"missing":  "",
+		"44 chars": good[:44],
+		"prefix":   "sha256=" + good,
+		"mismatch": signature.Sign([]byte("other secret"), b),
+	}
+	for name, sig := range cases {
+		h := map[string]string{}
+		if sig != "" {
+			h[signature.Header] = sig
+		}
+		r := e.post(t, testPath, b, h)
+		if r.code != 401 || r.body["error"] == "" {
+			t.Errorf("%s: %d %v, want 401", name, r.code, r.body)
+		}
+	}
+	// A body that is not even JSON gets 401 too: the signature comes first.
+	if r := e.post(t, testPath, []byte("not json"), nil); r.code != 401 {
+		t.Errorf("unsigned garbage: %d, want 401", r.code)
+	}
+	if known, _ := e.store.Known("b_forged"); known {
+		t.Fatal("a forged delivery was recorded")
+	}
+	if n, _ := e.store.CountQuarantined(); n != 0 {
+		t.Fatalf("%d quarantine entries from unsigned requests", n)
+	}
+	logs := e.logs.String()
+	for _, want := range []string{`"reason":"raw_digest_encoding"`, `"reason":"sha256_prefix"`, `"reason":"missing"`, `"reason":"mismatch"`, `"body_sha256"`, `"body_len"`, `"remote_addr"`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("rejection logs lack %s", want)
+		}
+	}
+	if strings.Contains(logs, testSecret) || strings.Contains(logs, good) {
+		t.Fatal("logs contain the secret or the expected signature")
+	}
+}
+
+func TestInvalidSignedBodyIsQuarantined(t *testing.T) {
+	e := start(t, nil)
+	b := body("b_bad", "unknown-status")
+	for i := 0; i < 2; i++ {
+		r := e.post(t, testPath, b, signed(b))
+		if r.code != 400 || !strings.Contains(r.body["error"], "status") {
+			t.Fatalf("invalid body: %d %v", r.code, r.body)
+		}
+	}
+	if n, _ := e.store.CountQuarantined(); n != 1 {
+		t.Fatalf("quarantine entries = %d, want 1 (deduplicated by body hash)", n)
+	}
+	if known, _ := e.store.Known("b_bad"); known {
+		t.Fatal("an invalid notification was recorded as a batch")
+	}
+}
+
+func TestOtherEventIsAuditedNotQueued(t *testing.T) {
+	e := start(t, nil)
+	b := []byte(`{"event":"batch.started","batch_id":"b_other"}`)
+	r := e.post(t, testPath, b, signed(b))
+	if r.code != 200 || r.body["result"] != "ignored" {
+		t.Fatalf("other event: %d %v", r.code, r.body)
+	}
+	if known, _ := e.store.Known("b_other"); known {
+		t.Fatal("another event created a batch")
+	}
+}
+
+func TestSizeEncodingMethodAndPath(t *testing.T) {
+	e := start(t, nil)
+	big := append(body("b_big", "completed")[:0:0], body("b_big", "completed")...)
+	big = append(big[:len(big)-1], []byte(`,"pad":"`+strings.Repeat("x", 5000)+`"}`)...)
+	if r := e.post(t, testPath, big, signed(big)); r.code != 413 {
+		t.Errorf("oversized body: %d, want 413", r.code)
+	}
+	if known, _ := e.store.Known("b_big"); known {
+		t.Error("oversized body recorded")
+	}
+	b := body("b_gz", "completed")
+	h := signed(b)
+	h["Content-Encoding"] = "gzip"
+	if r := e.post(t, testPath, b, h); r.code != 415 {
+		t.Errorf("gzip-encoded: %d, want 415", r.code)
+	}
+	if r := e.post(t, "/elsewhere", b, signed(b)); r.code != 404 || r.body["error"] != "not_found" {
+		t.Errorf("other path: %d %v, want 404", r.code, r.body)
+	}
+	resp, err := http.Get(e.url + testPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 405 || resp.Header.Get("Allow") != "POST" {
+		t.Errorf("GET on webhook: %d Allow=%q, want 405 POST", resp.StatusCode, resp.Header.Get("Allow"))
+	}
+}
+
+type failingStore struct{ *store.Store }
+
+func (failingStore) Record(store.Notification) (bool, error) { return false, errors.New("disk on fire") }
+
+func TestStorageFailureIs503(t *testing.T) {
+	st, err := store.Open(t.TempDir(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	e := start(t, failingStore{st})
+	b := body("b_503", "completed")
+	r := e.post(t, testPath, b, signed(b))
+	if r.code != 503 || r.body["error"] == "" {
+		t.Fatalf("storage failure: %d %v, want 503", r.code, r.body)
+	}
+	if !strings.Contains(e.logs.String(), `"event":"webhook_store_failed"`) {
+		t.Fatal("storage failure not logged")
+	}
+}
