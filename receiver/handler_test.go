@@ -50,6 +50,11 @@ func (s *syncBuffer) String() string {
 
 func start(t *testing.T, rec Recorder) *env {
 	t.Helper()
+	return startWithLimits(t, rec, Limits{})
+}
+
+func startWithLimits(t *testing.T, rec Recorder, limits Limits) *env {
+	t.Helper()
 	st, err := store.Open(t.TempDir(), time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +66,7 @@ func start(t *testing.T, rec Recorder) *env {
 	logs := &syncBuffer{}
 	srv, err := New(Options{
 		Path: testPath, MaxBodyBytes: 4096, Secret: func() []byte { return []byte(testSecret) },
-		Store: rec, Logger: zerolog.New(logs),
+		Store: rec, Logger: zerolog.New(logs), Limits: limits,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -280,5 +285,60 @@ func TestStorageFailureIs503(t *testing.T) {
 	}
 	if !strings.Contains(e.logs.String(), `"event":"webhook_store_failed"`) {
 		t.Fatal("storage failure not logged")
+	}
+}
+
+func TestSlowClientsAreCutOff(t *testing.T) {
+	e := startWithLimits(t, nil, Limits{ReadHeaderTimeout: 200 * time.Millisecond, ReadTimeout: 400 * time.Millisecond,
+		WriteTimeout: time.Second, IdleTimeout: time.Second, MaxHeaderBytes: 4096})
+	addr := strings.TrimPrefix(e.url, "http://")
+
+	// Headers dribbled and never finished: the server hangs up.
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\n", testPath)
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	_, err = io.ReadAll(conn)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatal("server kept a half-sent request open for 5s")
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("cut off after %s", took)
+	}
+
+	// A body that never arrives: cut off by the read timeout.
+	conn2, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn2.Close()
+	fmt.Fprintf(conn2, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{", testPath)
+	conn2.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, _ := io.ReadAll(conn2)
+	if bytes.Contains(resp, []byte("200 OK")) {
+		t.Fatalf("a truncated body was acknowledged: %q", resp)
+	}
+
+	// Oversized headers: 431.
+	req, _ := http.NewRequest(http.MethodPost, e.url+testPath, strings.NewReader("{}"))
+	req.Header.Set("X-Pad", strings.Repeat("a", 64<<10))
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if r.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("64 KiB of headers: %d, want 431", r.StatusCode)
+	}
+
+	// Still serving.
+	b := body("b_after", "completed")
+	if res := e.post(t, testPath, b, signed(b)); res.code != 200 {
+		t.Fatalf("after slow clients: %d", res.code)
 	}
 }

@@ -22,16 +22,28 @@ import (
 	"github.com/batchhook/batchhook/store"
 )
 
-// Server deadlines and caps. The provider gives up on a delivery after 10 s
-// (document section 6), so nothing here needs to wait longer; a client that
-// dribbles headers or a body is cut off instead of holding a connection.
-const (
-	ReadHeaderTimeout = 5 * time.Second
-	ReadTimeout       = 10 * time.Second
-	WriteTimeout      = 10 * time.Second
-	IdleTimeout       = 60 * time.Second
-	MaxHeaderBytes    = 16 << 10
-)
+// Limits are the listener's deadlines and header cap. The provider gives
+// up on a delivery after 10 s (document section 6), so nothing here needs to
+// wait longer; a client that dribbles headers or a body is cut off instead
+// of holding a connection.
+type Limits struct {
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	MaxHeaderBytes    int
+}
+
+// DefaultLimits returns the limits used when Options.Limits is zero.
+func DefaultLimits() Limits {
+	return Limits{
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      10 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+	}
+}
 
 // Recorder is what the receiver needs from the store. Known runs in a read
 // transaction; Record, Quarantine and Audit return only after a durable
@@ -59,6 +71,8 @@ type Options struct {
 	Logger zerolog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Limits are the listener's deadlines; zero means DefaultLimits().
+	Limits Limits
 }
 
 // Server serves the webhook endpoint.
@@ -82,6 +96,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Limits == (Limits{}) {
+		opts.Limits = DefaultLimits()
+	}
 	s := &Server{opts: opts}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -90,12 +107,11 @@ func New(opts Options) (*Server, error) {
 	s.echo = e
 	s.http = &http.Server{
 		Handler:           e,
-		ReadHeaderTimeout: ReadHeaderTimeout,
-		ReadTimeout:       ReadTimeout,
-		WriteTimeout:      WriteTimeout,
-		IdleTimeout:       IdleTimeout,
-		MaxHeaderBytes:    MaxHeaderBytes,
-		ErrorLog:          nil,
+		ReadHeaderTimeout: opts.Limits.ReadHeaderTimeout,
+		ReadTimeout:       opts.Limits.ReadTimeout,
+		WriteTimeout:      opts.Limits.WriteTimeout,
+		IdleTimeout:       opts.Limits.IdleTimeout,
+		MaxHeaderBytes:    opts.Limits.MaxHeaderBytes,
 	}
 	return s, nil
 }
