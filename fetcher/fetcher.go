@@ -298,7 +298,7 @@ func (f *Fetcher) fail(log zerolog.Logger, b *store.Batch, err error) {
 		ev = log.Error()
 	}
 	ev.Str("event", name).Str("kind", string(kind)).Err(err).Int("attempt", b.FetchAttempts+1).
-		Dur("retry_in", delay).Msg("fetch failed; will retry")
+		Dur("retry_in_ms", delay).Msg("fetch failed; will retry")
 }
 
 // retentionStart is when the provider's retention clock started: the

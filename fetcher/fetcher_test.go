@@ -366,3 +366,49 @@ func TestZeroWorkersPause(t *testing.T) {
 		t.Fatalf("paused fetcher touched the batch: %s, %d calls", b.State, p.calls)
 	}
 }
+
+// A batch rescheduled after a failure must be retried at its time, not after
+// the dispatcher's idle poll: Retry wakes the dispatcher.
+func TestRetryIsPickedUpWithoutWaitingForTheIdlePoll(t *testing.T) {
+	var failed atomic.Bool
+	p := &provider{n: 5, pageSize: 10, fail: func(int, int) int {
+		if failed.CompareAndSwap(false, true) {
+			return 500
+		}
+		return 0
+	}}
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	st, err := store.Open(t.TempDir(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	sink, _ := export.New(t.TempDir())
+	client, _ := fetcher.NewClient(fetcher.ClientOptions{BaseURL: srv.URL, APIKey: func() []byte { return []byte("k") },
+		Limit: 10, CursorParam: "cursor", MaxPageBytes: 1 << 20, Timeout: 5 * time.Second})
+	f, _ := fetcher.New(fetcher.Options{Queue: st, Sink: sink, Pager: client, Logger: zerolog.Nop(), Workers: 2,
+		Retention: 168 * time.Hour, BackoffBase: 20 * time.Millisecond, BackoffMax: 50 * time.Millisecond,
+		IdlePoll: time.Minute})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	if _, err := st.Record(store.Notification{BatchID: "b1", Status: "completed", ReceivedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := st.Get("b1")
+		if b.State == store.StateExported {
+			if b.FetchAttempts != 0 || !failed.Load() {
+				t.Fatalf("exported without the failure being exercised: %+v", b)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("retry not picked up within 10s (state %s)", b.State)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -96,9 +96,9 @@ func (s *Store) Retry(id string, at time.Time, kind, reason string, countAttempt
 			b.LastError, b.ErrorKind = reason, kind
 		}
 		b.UpdatedAt = now
-		if !at.After(now) {
-			tx.OnCommit(s.notify)
-		}
+		// Wake the dispatcher even for a future time: it may be sleeping
+		// until a later due time, or for its whole idle poll.
+		tx.OnCommit(s.notify)
 		return schedule(tx, b, at)
 	})
 	if err != nil {

@@ -1,0 +1,137 @@
+// Command lookupsim runs the provider simulator (package lookupsim) as a
+// standalone server, so batchhook can be tried by hand against a fake CPF
+// Batch Lookup Service with chosen outcomes and faults.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/batchhook/batchhook/lookupsim"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run parses args, serves until ctx ends and returns the exit code.
+func run(ctx context.Context, args []string, stderr io.Writer) int {
+	logger := log.New(stderr, "", log.LstdFlags)
+	opts, addr, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "lookupsim: %v\n", err)
+		return 2
+	}
+	opts.Logf = logger.Printf
+	sim, err := lookupsim.New(opts) // its errors already say "lookupsim:"
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	if _, err := sim.Start(addr); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	logger.Printf("lookupsim: serving %s (webhook: %t)", sim.URL(), opts.WebhookURL != "")
+	<-ctx.Done()
+	logger.Printf("lookupsim: stopping")
+	closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := sim.Close(closeCtx); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// parseFlags turns the command line into Options and the listen address.
+func parseFlags(args []string, stderr io.Writer) (lookupsim.Options, string, error) {
+	var o lookupsim.Options
+	fs := flag.NewFlagSet("lookupsim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:8081", "listen address")
+	fs.StringVar(&o.APIKey, "api-key", "", "Bearer key clients must send (required)")
+	secretFile := fs.String("secret-file", "", "file holding the webhook signing secret (one final line ending dropped)")
+	fs.StringVar(&o.WebhookURL, "webhook-url", "", "registered webhook URL; empty sends no notifications")
+	fs.DurationVar(&o.ProcessingDelay, "delay", lookupsim.DefaultProcessingDelay, "time a batch stays in flight")
+	outcomes := fs.String("outcomes", "completed", "final statuses, comma-separated, cycled in submission order")
+	fs.DurationVar(&o.Retention, "retention", lookupsim.DefaultRetention, "how long results stay readable after completion")
+	fs.DurationVar(&o.DeliveryTimeout, "delivery-timeout", lookupsim.DefaultDeliveryTimeout, "timeout of one webhook attempt")
+	fs.DurationVar(&o.RetryBackoff, "retry-backoff", lookupsim.DefaultRetryBackoff, "spacing after the first failed attempt (doubles, 1m cap)")
+	fs.IntVar(&o.MaxAttempts, "max-attempts", lookupsim.DefaultMaxAttempts, "webhook attempts per batch")
+	perMinute := fs.Int("submit-per-minute", lookupsim.DefaultSubmitPerMinute, "submissions accepted in any rolling 60s; 0 disables")
+	inFlight := fs.Int("max-in-flight", lookupsim.DefaultMaxInFlight, "batches not yet final; 0 disables")
+	fs.IntVar(&o.Faults.FailGETs, "fail-gets", 0, "fault: the first N GETs answer -fail-status")
+	fs.IntVar(&o.Faults.FailStatus, "fail-status", 500, "fault: status of failed GETs (429 or 5xx)")
+	fs.DurationVar(&o.Faults.RetryAfter, "retry-after", time.Second, "fault: Retry-After sent with 429s")
+	fs.IntVar(&o.Faults.DropGETs, "drop-gets", 0, "fault: the next N GETs are dropped without a response")
+	fs.DurationVar(&o.Faults.SlowPage, "slow-page", 0, "fault: delay before each GET answers")
+	fs.IntVar(&o.Faults.DuplicateDeliveries, "duplicate-deliveries", 0, "fault: deliver each acknowledged webhook N more times")
+	fs.BoolVar(&o.Faults.DropNotifications, "drop-notifications", false, "fault: never send webhooks")
+	if err := fs.Parse(args); err != nil {
+		return o, "", err
+	}
+	if fs.NArg() > 0 {
+		return o, "", fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	o.SubmitPerMinute, o.MaxInFlight = limitFlag(*perMinute), limitFlag(*inFlight)
+	var statuses []string
+	for _, s := range strings.Split(*outcomes, ",") {
+		s = strings.TrimSpace(s)
+		if !lookupsim.IsFinalStatus(s) {
+			return o, "", fmt.Errorf("-outcomes: %q is not completed, partial, expired or failed", s)
+		}
+		statuses = append(statuses, s)
+	}
+	o.Outcome = lookupsim.Cycle(statuses...)
+	if *secretFile != "" {
+		secret, err := readSecret(*secretFile)
+		if err != nil {
+			return o, "", err
+		}
+		o.SigningSecret = secret
+	}
+	return o, *addr, nil
+}
+
+// limitFlag maps the flags' "0 disables" to the package's Unlimited.
+func limitFlag(n int) int {
+	if n == 0 {
+		return lookupsim.Unlimited
+	}
+	return n
+}
+
+// readSecret returns the file's bytes, with one final "\n" or "\r\n"
+// dropped (the rule batchhook applies to its own secret files).
+func readSecret(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read -secret-file: %w", err)
+	}
+	if t, ok := bytes.CutSuffix(b, []byte("\r\n")); ok {
+		b = t
+	} else {
+		b, _ = bytes.CutSuffix(b, []byte("\n"))
+	}
+	if len(b) == 0 {
+		return nil, errors.New("-secret-file is empty")
+	}
+	return b, nil
+}
