@@ -269,7 +269,9 @@ func TestSizeEncodingMethodAndPath(t *testing.T) {
 
 type failingStore struct{ *store.Store }
 
-func (failingStore) Record(store.Notification) (bool, error) { return false, errors.New("disk on fire") }
+func (failingStore) Record(store.Notification) (bool, error) {
+	return false, errors.New("disk on fire")
+}
 
 func TestStorageFailureIs503(t *testing.T) {
 	st, err := store.Open(t.TempDir(), time.Second)
