@@ -1,0 +1,118 @@
+package archtest
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/batchhook/batchhook"
+
+type pkg struct {
+	ImportPath string
+	Deps       []string
+}
+
+func listPackages(t *testing.T) map[string][]string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json", module+"/...")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deps := map[string][]string{}
+	dec := json.NewDecoder(out)
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		deps[strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")] = p.Deps
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	return deps
+}
+
+func dependsOn(deps []string, target string) bool {
+	for _, d := range deps {
+		if d == target || strings.HasPrefix(d, target+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func TestImportGraph(t *testing.T) {
+	deps := listPackages(t)
+	for _, p := range []string{"config", "store", "receiver", "fetcher", "export", "lookupsim", "internal/daemon"} {
+		if _, ok := deps[p]; !ok {
+			t.Fatalf("package %s not found by go list", p)
+		}
+	}
+	forbidden := map[string][]string{
+		"config":    {module},
+		"store":     {module + "/receiver", module + "/fetcher", module + "/export", module + "/config"},
+		"receiver":  {module + "/fetcher", module + "/export", module + "/lookupsim"},
+		"fetcher":   {module + "/receiver", module + "/export", module + "/lookupsim", "github.com/labstack/echo"},
+		"export":    {module + "/receiver", module + "/fetcher", "github.com/labstack/echo"},
+		"lookupsim": {module + "/receiver", module + "/fetcher", module + "/store", module + "/export"},
+	}
+	for p, bad := range forbidden {
+		for _, b := range bad {
+			if dependsOn(deps[p], b) {
+				t.Errorf("%s depends on %s", p, b)
+			}
+		}
+	}
+	// One package per outside library.
+	owners := map[string][]string{
+		"go.etcd.io/bbolt":                     {"store"},
+		"github.com/kelseyhightower/envconfig": {"config"},
+		"github.com/labstack/echo/v4":          {"receiver", "admin"},
+	}
+	for lib, allowed := range owners {
+		for p, d := range deps {
+			if strings.HasPrefix(p, "cmd/") || p == "internal/daemon" || contains(allowed, p) {
+				continue
+			}
+			for _, imp := range d {
+				if imp == lib && directlyImports(t, p, lib) {
+					t.Errorf("%s imports %s; only %v may", p, lib, allowed)
+				}
+			}
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// directlyImports asks go list for p's direct imports.
+func directlyImports(t *testing.T, p, lib string) bool {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, module+"/"+p).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if line == lib {
+			return true
+		}
+	}
+	return false
+}
