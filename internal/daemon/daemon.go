@@ -52,11 +52,14 @@ func New(cfg config.Config, log zerolog.Logger) *Daemon {
 // Start opens the store, releases batches a previous run left in fetching,
 // binds the webhook listener and starts the workers. When ln is non-nil it
 // is used instead of binding LISTEN_ADDR (the demo binds its own loopback
-// port before the simulator needs the URL). On error, whatever was started
-// is stopped again.
+// port before the simulator needs the URL); Start owns it from then on and
+// closes it on failure. On error, whatever was started is stopped again.
 func (d *Daemon) Start(ln net.Listener) (err error) {
 	defer func() {
 		if err != nil {
+			if ln != nil && d.addr == nil {
+				ln.Close() // Start owns a listener handed to it
+			}
 			_ = d.Stop(context.Background())
 		}
 	}()
