@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/batchhook/batchhook/internal/signature"
+	"github.com/batchhook/batchhook/internal/testutil"
 	"github.com/batchhook/batchhook/store"
 )
 
@@ -28,24 +29,7 @@ const (
 type env struct {
 	url   string
 	store *store.Store
-	logs  *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs  *testutil.SyncBuffer
 }
 
 func start(t *testing.T, rec Recorder) *env {
@@ -63,7 +47,7 @@ func startWithLimits(t *testing.T, rec Recorder, limits Limits) *env {
 	if rec == nil {
 		rec = st
 	}
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	srv, err := New(Options{
 		Path: testPath, MaxBodyBytes: 4096, Secret: func() []byte { return []byte(testSecret) },
 		Store: rec, Logger: zerolog.New(logs), Limits: limits,

@@ -18,13 +18,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/batchhook/batchhook/export"
 	"github.com/batchhook/batchhook/internal/signature"
+	"github.com/batchhook/batchhook/internal/testutil"
 	"github.com/batchhook/batchhook/lookupsim"
 )
 
@@ -54,28 +54,10 @@ const (
 	e2ePath   = "/webhooks/batch-completed"
 )
 
-// syncBuffer collects a child's output while it runs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // daemonProc is one running batchhook serve.
 type daemonProc struct {
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *testutil.SyncBuffer
 	addr string
 	done chan error
 }
@@ -99,7 +81,7 @@ func startDaemon(t *testing.T, addr string, env map[string]string) *daemonProc {
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	out := &syncBuffer{}
+	out := &testutil.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
