@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
@@ -29,6 +30,9 @@ func (s *Store) Lease(now time.Time) (*Batch, time.Time, error) {
 				return fmt.Errorf("remove due entry %s: %w", id, err)
 			}
 			b, err := getBatch(tx, id)
+			if errors.Is(err, ErrNotFound) {
+				continue // stale entry: no such batch
+			}
 			if err != nil {
 				return err
 			}

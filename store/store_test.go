@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
@@ -234,5 +236,21 @@ func TestDatabaseFileMode(t *testing.T) {
 	}
 	if st&0o077 != 0 {
 		t.Fatalf("database mode %o is readable by others", st)
+	}
+}
+
+func TestLeaseSkipsADueEntryWithoutARecord(t *testing.T) {
+	s := openTest(t, t.TempDir())
+	if _, err := s.Record(note("b1", t0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketDue).Put(dueKey(t0.Add(-time.Second), "ghost"), nil)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := s.Lease(t0)
+	if err != nil || b == nil || b.ID != "b1" {
+		t.Fatalf("Lease = %+v, %v; want b1 past the stale entry", b, err)
 	}
 }
