@@ -113,6 +113,7 @@ func (c *Config) Validate() error {
 		want string
 	}{
 		{c.DataDir != "", "DATA_DIR", "must not be empty"},
+		{c.ExportDir != "", "EXPORT_DIR", "must not be empty (Load derives $BATCHHOOK_DATA_DIR/exports)"},
 		{c.PageLimit >= 1, "PAGE_LIMIT", "must be at least 1"},
 		{c.CursorParam != "" && url.QueryEscape(c.CursorParam) == c.CursorParam && c.CursorParam != "limit",
 			"CURSOR_PARAM", "must be a plain query parameter name other than limit"},

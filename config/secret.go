@@ -8,13 +8,17 @@ import (
 	"os"
 )
 
-// Secret holds a signing secret or API key. Its String and format verbs
-// print a redaction, so a Secret passed to a logger or an error by mistake
+// Secret holds a signing secret or API key. Its String method and every fmt
+// verb print a redaction, so a Secret passed to a logger or an error by mistake
 // does not leak.
 type Secret []byte
 
 // String returns a redaction, never the secret.
 func (s Secret) String() string { return "[redacted]" }
+
+// Format prints a redaction for every verb: %d or %x on a []byte would
+// otherwise print the bytes.
+func (s Secret) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte("[redacted]")) }
 
 // GoString returns a redaction, never the secret (for %#v).
 func (s Secret) GoString() string { return "[redacted]" }

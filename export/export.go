@@ -18,6 +18,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/batchhook/batchhook/store"
 )
 
 // File names inside an export directory.
@@ -75,9 +77,21 @@ func (d *Dir) Path(batchID string) string { return filepath.Join(d.root, batchID
 
 func (d *Dir) partial(batchID string) string { return filepath.Join(d.root, partialDir, batchID) }
 
+// checkID refuses an id that is not a safe directory name, whoever the
+// caller: the export must never reach outside its root.
+func checkID(batchID string) error {
+	if err := store.CheckBatchID(batchID); err != nil {
+		return fmt.Errorf("batch id %q: %w", batchID, err)
+	}
+	return nil
+}
+
 // Published reports whether a complete export of batchID is in place: a
 // manifest whose sha256 matches the results file next to it.
 func (d *Dir) Published(batchID string) (string, bool, error) {
+	if err := checkID(batchID); err != nil {
+		return "", false, err
+	}
 	dir := d.Path(batchID)
 	ok, err := Verify(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -89,15 +103,16 @@ func (d *Dir) Published(batchID string) (string, bool, error) {
 	return dir, ok, nil
 }
 
-// Verify reports whether dir holds a complete export: its manifest parses
-// and its sha256 and item count match results.ndjson.
+// Verify reports whether dir holds a complete export: its manifest parses,
+// names the directory's batch, and its sha256 and item count match
+// results.ndjson.
 func Verify(dir string) (bool, error) {
 	data, err := os.ReadFile(filepath.Join(dir, ManifestFile))
 	if err != nil {
 		return false, err
 	}
 	var m Manifest
-	if err := json.Unmarshal(data, &m); err != nil {
+	if err := json.Unmarshal(data, &m); err != nil || m.BatchID != filepath.Base(dir) {
 		return false, nil
 	}
 	sum, lines, err := hashFile(filepath.Join(dir, ResultsFile))

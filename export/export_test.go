@@ -595,3 +595,51 @@ func TestPublishedAndVerify(t *testing.T) {
 		}
 	})
 }
+
+func TestUnsafeBatchIDsNeverReachTheDisk(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "exports")
+	d, err := export.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"../escape", "", ".", "..", "a/b", ".hidden"} {
+		if _, err := d.Append(id, 0, []json.RawMessage{json.RawMessage(`{}`)}); err == nil {
+			t.Errorf("Append(%q) succeeded", id)
+		}
+		if _, err := d.Staged(id); err == nil {
+			t.Errorf("Staged(%q) succeeded", id)
+		}
+		if _, _, err := d.Published(id); err == nil {
+			t.Errorf("Published(%q) succeeded", id)
+		}
+		if _, err := d.Publish(store.Batch{ID: id}, time.Now()); err == nil {
+			t.Errorf("Publish(%q) succeeded", id)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(root), "escape")); err == nil {
+		t.Fatal("a file was created outside the export root")
+	}
+}
+
+func TestVerifyChecksTheManifestBatchID(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "exports")
+	d, err := export.New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size, err := d.Append("b_one", 0, []json.RawMessage{json.RawMessage(`{"a":1}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := d.Publish(store.Batch{ID: "b_one", Checkpoint: store.Checkpoint{Done: true, Items: 1, Pages: 1, StagedBytes: size}}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(root, "b_two")
+	if err := os.Rename(path, other); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := export.Verify(other); ok {
+		t.Fatal("an export moved under another batch's name verifies")
+	}
+}

@@ -13,6 +13,9 @@ import (
 
 // Staged returns the length of the staged results of batchID, 0 when none.
 func (d *Dir) Staged(batchID string) (int64, error) {
+	if err := checkID(batchID); err != nil {
+		return 0, err
+	}
 	st, err := os.Stat(filepath.Join(d.partial(batchID), ResultsFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
@@ -28,6 +31,9 @@ func (d *Dir) Staged(batchID string) (int64, error) {
 // checkpoints that length next. An offset beyond the staged length is an
 // error (the fetcher checks Staged first and starts over).
 func (d *Dir) Append(batchID string, offset int64, items []json.RawMessage) (int64, error) {
+	if err := checkID(batchID); err != nil {
+		return 0, err
+	}
 	dir := d.partial(batchID)
 	created := false
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
@@ -85,6 +91,9 @@ func (d *Dir) Append(batchID string, offset int64, items []json.RawMessage) (int
 // When a complete export is already there it keeps that one (one final
 // directory per batch) and drops the staging copy.
 func (d *Dir) Publish(b store.Batch, exportedAt time.Time) (string, error) {
+	if err := checkID(b.ID); err != nil {
+		return "", err
+	}
 	dir := d.partial(b.ID)
 	final := d.Path(b.ID)
 	if ok, err := Verify(final); err == nil && ok {

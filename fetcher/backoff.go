@@ -22,7 +22,7 @@ func Backoff(attempt int, base, max, retryAfter time.Duration, jitter float64) t
 			d = exp
 		}
 	}
-	if jitter < 0 {
+	if !(jitter >= 0) { // also NaN
 		jitter = 0
 	} else if jitter >= 1 {
 		jitter = 0.999999

@@ -119,6 +119,10 @@ func classify(resp *http.Response) *Error {
 		e.Err = errors.New("the provider does not know the batch (yet, or any more)")
 	case s == http.StatusRequestTimeout:
 		e.Kind = KindTransient
+	case s < 400:
+		// A 2xx other than 200, or a redirect not followed: batchhook does
+		// not know what it means, so it retries rather than give up.
+		e.Kind = KindProtocol
 	default:
 		e.Kind = KindRejected
 	}

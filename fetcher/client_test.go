@@ -203,6 +203,9 @@ func TestClientClassifiesFailures(t *testing.T) {
 		{name: "404", handler: replyWith(404, nil, errorBody), kind: fetcher.KindNotFound, status: 404},
 		{name: "400", handler: replyWith(400, nil, errorBody), kind: fetcher.KindRejected, status: 400},
 		{name: "422", handler: replyWith(422, nil, errorBody), kind: fetcher.KindRejected, status: 422},
+		{name: "202 is not a page, retried", handler: replyWith(202, nil, errorBody), kind: fetcher.KindProtocol, status: 202},
+		{name: "204 is not a page, retried", handler: replyWith(204, nil, ""), kind: fetcher.KindProtocol, status: 204},
+		{name: "304 is not a page, retried", handler: replyWith(304, nil, ""), kind: fetcher.KindProtocol, status: 304},
 		{name: "429 Retry-After seconds", handler: replyWith(429, map[string]string{"Retry-After": "7"}, errorBody),
 			kind: fetcher.KindTransient, status: 429, retryAfter: bounds{7 * time.Second, 7 * time.Second}},
 		{name: "429 Retry-After HTTP-date", handler: func(w http.ResponseWriter, r *http.Request) {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/batchhook/batchhook/store"
 )
@@ -63,7 +64,7 @@ func Parse(body []byte) (store.Notification, error) {
 	if n.BatchID, err = stringField(fields, "batch_id", true); err != nil {
 		return n, err
 	}
-	if err := CheckBatchID(n.BatchID); err != nil {
+	if err := store.CheckBatchID(n.BatchID); err != nil {
 		return n, invalid("batch_id %v", err)
 	}
 	if n.Event != EventCompleted {
@@ -103,30 +104,11 @@ func counterFlags(n store.Notification) []string {
 	if r := n.TotalRequested; r != nil && *r > MaxBatchCPFs {
 		flags = append(flags, fmt.Sprintf("total_requested %d exceeds %d", *r, MaxBatchCPFs))
 	}
-	if r, f, nf := n.TotalRequested, n.TotalFound, n.TotalNotFound; r != nil && f != nil && nf != nil && *f+*nf > *r {
-		flags = append(flags, fmt.Sprintf("total_found + total_not_found = %d exceeds total_requested %d", *f+*nf, *r))
+	// All three are non-negative, so this form cannot overflow as *f+*nf can.
+	if r, f, nf := n.TotalRequested, n.TotalFound, n.TotalNotFound; r != nil && f != nil && nf != nil && (*f > *r || *nf > *r-*f) {
+		flags = append(flags, fmt.Sprintf("total_found + total_not_found exceeds total_requested (%d + %d > %d)", *f, *nf, *r))
 	}
 	return flags
-}
-
-// CheckBatchID reports whether id is safe to use as a directory name:
-// 1–128 characters of [A-Za-z0-9._:-], not starting with a dot (which also
-// rules out "." and ".."). The export directory is named after it.
-func CheckBatchID(id string) error {
-	if id == "" || len(id) > 128 {
-		return fmt.Errorf("must be 1 to 128 characters, has %d", len(id))
-	}
-	if id[0] == '.' {
-		return errors.New("must not start with a dot")
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == ':' || c == '-'
-		if !ok {
-			return fmt.Errorf("has a character outside [A-Za-z0-9._:-] at byte %d", i)
-		}
-	}
-	return nil
 }
 
 func stringField(fields map[string]json.RawMessage, name string, required bool) (string, error) {
@@ -224,7 +206,7 @@ func walkObject(dec *json.Decoder, depth int) error {
 			return invalid("body is not JSON")
 		}
 		key, _ := tok.(string)
-		folded := strings.ToLower(key)
+		folded := foldKey(key)
 		if seen[folded] {
 			return invalid("key %q appears more than once (exactly or up to case)", truncate(key))
 		}
@@ -263,6 +245,24 @@ func walkValue(dec *json.Decoder, depth int) error {
 		return invalid("body is not JSON")
 	}
 	return nil
+}
+
+// foldKey maps every rune to the smallest rune of its case-folding orbit
+// (unicode.SimpleFold), the equivalence encoding/json uses to match keys:
+// "ſtatus" (long s) and "STATUS" both fold to "status".
+func foldKey(key string) string {
+	var b strings.Builder
+	b.Grow(len(key))
+	for _, r := range key {
+		min := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			if f < min {
+				min = f
+			}
+		}
+		b.WriteRune(min)
+	}
+	return b.String()
 }
 
 // truncate keeps attacker-chosen strings short in errors and logs; callers

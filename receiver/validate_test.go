@@ -336,7 +336,6 @@ func TestParseAccepts(t *testing.T) {
 // TestParseFlagsCounterSumOverflow: found + not_found is computed in int64
 // and wraps, so two huge counters pass the "≤ requested" check.
 func TestParseFlagsCounterSumOverflow(t *testing.T) {
-	t.Skip("BUG: receiver/validate.go counterFlags: *f+*nf overflows int64, so found=MaxInt64, not_found=1, requested=5 is not flagged; compare *f > *r || *nf > *r-*f instead")
 	body := notif(map[string]string{"total_requested": "5", "total_found": "9223372036854775807", "total_not_found": "1"})
 	n, err := receiver.Parse(body)
 	if err != nil {
@@ -391,14 +390,14 @@ var unsafeIDs = []struct {
 func TestCheckBatchID(t *testing.T) {
 	for _, tt := range unsafeIDs {
 		t.Run("unsafe "+tt.name, func(t *testing.T) {
-			if err := receiver.CheckBatchID(tt.id); err == nil {
+			if err := store.CheckBatchID(tt.id); err == nil {
 				t.Errorf("CheckBatchID(%q) = nil, want an error", tt.id)
 			}
 		})
 	}
 	for _, id := range []string{"a", "Z", "0", "b-1", "a.b", "a..b", "a.", "x_y", "ns:id", "-lead", "_lead", ":lead",
 		"ABCdef0123456789", strings.Repeat("z", 128), "01HF8Z6Q3V4X5Y6Z7A8B9C0D1E"} {
-		if err := receiver.CheckBatchID(id); err != nil {
+		if err := store.CheckBatchID(id); err != nil {
 			t.Errorf("CheckBatchID(%q) = %v, want nil", id, err)
 		}
 	}
@@ -480,7 +479,6 @@ func TestParseRejects(t *testing.T) {
 // folding is Unicode simple folding, under which "ſtatus" (U+017F) and
 // "total_requeſted" match "status" and "total_requested" too.
 func TestParseRejectsKeysThatEncodingJSONFolds(t *testing.T) {
-	t.Skip("BUG: receiver/validate.go walkObject folds keys with strings.ToLower, narrower than encoding/json's fold (U+017F long s folds to s), so a second key \"\u017ftatus\" passes while a struct decoder reads it as status")
 	for _, body := range []string{
 		`{"event":"batch.completed","batch_id":"b-1","status":"completed","` + "\u017f" + `tatus":"failed"}`,
 		`{"event":"batch.completed","batch_id":"b-1","status":"completed","total_requested":3,"total_reque` + "\u017f" + `ted":900}`,
