@@ -88,41 +88,46 @@ func checkID(batchID string) error {
 
 // Published reports whether a complete export of batchID is in place: a
 // manifest whose sha256 matches the results file next to it.
-func (d *Dir) Published(batchID string) (string, bool, error) {
+func (d *Dir) Published(batchID string) (string, time.Time, bool, error) {
 	if err := checkID(batchID); err != nil {
-		return "", false, err
+		return "", time.Time{}, false, err
 	}
 	dir := d.Path(batchID)
-	ok, err := Verify(dir)
+	m, ok, err := verify(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return "", false, nil
+		return "", time.Time{}, false, nil
 	}
-	if err != nil {
-		return "", false, err
+	if err != nil || !ok {
+		return "", time.Time{}, false, err
 	}
-	return dir, ok, nil
+	return dir, m.ExportedAt, true, nil
 }
 
 // Verify reports whether dir holds a complete export: its manifest parses,
 // names the directory's batch, and its sha256 and item count match
 // results.ndjson.
 func Verify(dir string) (bool, error) {
+	_, ok, err := verify(dir)
+	return ok, err
+}
+
+func verify(dir string) (Manifest, bool, error) {
+	var m Manifest
 	data, err := os.ReadFile(filepath.Join(dir, ManifestFile))
 	if err != nil {
-		return false, err
+		return m, false, err
 	}
-	var m Manifest
 	if err := json.Unmarshal(data, &m); err != nil || m.BatchID != filepath.Base(dir) {
-		return false, nil
+		return m, false, nil
 	}
 	sum, lines, err := hashFile(filepath.Join(dir, ResultsFile))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return false, nil
+			return m, false, nil
 		}
-		return false, err
+		return m, false, err
 	}
-	return sum == m.SHA256 && lines == m.Items, nil
+	return m, sum == m.SHA256 && lines == m.Items, nil
 }
 
 func hashFile(path string) (string, int64, error) {

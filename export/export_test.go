@@ -306,7 +306,7 @@ func TestPublish(t *testing.T) {
 		t.Errorf("manifest flags = %#v", m["flags"])
 	}
 
-	if dir, ok, err := d.Published("b-1"); err != nil || !ok || dir != final {
+	if dir, _, ok, err := d.Published("b-1"); err != nil || !ok || dir != final {
 		t.Errorf("Published = %q, %v, %v; want %q, true, nil", dir, ok, err, final)
 	}
 	if ok, err := export.Verify(final); err != nil || !ok {
@@ -357,7 +357,7 @@ func TestPublishZeroItems(t *testing.T) {
 	if m["items"] != 0.0 || m["sha256"] != sha256Hex("") {
 		t.Errorf("manifest items %v sha256 %v; want 0, %s", m["items"], m["sha256"], sha256Hex(""))
 	}
-	if _, ok, err := d.Published("empty"); !ok || err != nil {
+	if _, _, ok, err := d.Published("empty"); !ok || err != nil {
 		t.Errorf("Published = %v, %v", ok, err)
 	}
 	notExist(t, filepath.Join(d.Root(), ".partial", "empty"))
@@ -572,7 +572,7 @@ func TestPublishedAndVerify(t *testing.T) {
 			if (err != nil) != tt.verifyErrs {
 				t.Errorf("Verify error = %v, want error: %v", err, tt.verifyErrs)
 			}
-			dir, ok, err := d.Published("b-1")
+			dir, _, ok, err := d.Published("b-1")
 			if err != nil {
 				t.Errorf("Published error = %v", err)
 			}
@@ -588,7 +588,7 @@ func TestPublishedAndVerify(t *testing.T) {
 		d := newDir(t)
 		mustAppend(t, d, "staged-only", 0, `{"a":1}`)
 		for _, id := range []string{"nothing", "staged-only"} {
-			dir, ok, err := d.Published(id)
+			dir, _, ok, err := d.Published(id)
 			if dir != "" || ok || err != nil {
 				t.Errorf("Published(%s) = %q, %v, %v; want \"\", false, nil", id, dir, ok, err)
 			}
@@ -609,7 +609,7 @@ func TestUnsafeBatchIDsNeverReachTheDisk(t *testing.T) {
 		if _, err := d.Staged(id); err == nil {
 			t.Errorf("Staged(%q) succeeded", id)
 		}
-		if _, _, err := d.Published(id); err == nil {
+		if _, _, _, err := d.Published(id); err == nil {
 			t.Errorf("Published(%q) succeeded", id)
 		}
 		if _, err := d.Publish(store.Batch{ID: id}, time.Now()); err == nil {

@@ -96,7 +96,7 @@ func (d *Dir) Publish(b store.Batch, exportedAt time.Time) (string, error) {
 	}
 	dir := d.partial(b.ID)
 	final := d.Path(b.ID)
-	if ok, err := Verify(final); err == nil && ok {
+	if ok, err := Verify(final); err == nil && ok && !b.Refetch {
 		return final, os.RemoveAll(dir)
 	}
 	// A batch with no items may never have appended: stage the empty file.
@@ -129,7 +129,10 @@ func (d *Dir) Publish(b store.Batch, exportedAt time.Time) (string, error) {
 		return "", err
 	}
 	if _, err := os.Lstat(final); err == nil {
-		return "", fmt.Errorf("publish %s: %w", b.ID, ErrConflict)
+		if !b.Refetch {
+			return "", fmt.Errorf("publish %s: %w", b.ID, ErrConflict)
+		}
+		return final, d.replace(dir, final)
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return "", fmt.Errorf("check export dir: %w", err)
 	}
@@ -159,4 +162,29 @@ func writeFileSync(path string, data []byte) error {
 		return fmt.Errorf("sync %s: %w", filepath.Base(path), err)
 	}
 	return f.Close()
+}
+
+// replace puts the staged directory in place of the published one. With
+// renameat2(RENAME_EXCHANGE) the swap is atomic: a reader sees the old
+// export or the new one, never neither. Where the file system does not
+// support it, two renames leave a moment with no directory, but never a
+// partial one. The old export ends up in staging and is removed.
+func (d *Dir) replace(staged, final string) error {
+	if err := exchange(staged, final); err != nil {
+		old := staged + ".old"
+		if err := os.Rename(final, old); err != nil {
+			return fmt.Errorf("move old export aside: %w", err)
+		}
+		if err := os.Rename(staged, final); err != nil {
+			return fmt.Errorf("publish replacement: %w", err)
+		}
+		staged = old
+	}
+	if err := syncDir(d.root); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(staged); err != nil {
+		return fmt.Errorf("remove replaced export: %w", err)
+	}
+	return syncDir(filepath.Dir(staged))
 }

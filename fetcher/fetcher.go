@@ -39,8 +39,9 @@ var _ Queue = (*store.Store)(nil)
 // on disk. Errors are the file system's, wrapped with context.
 type Sink interface {
 	// Published returns the path of a complete export of batchID already in
-	// place (its manifest matches its results), or ok=false.
-	Published(batchID string) (path string, ok bool, err error)
+	// place (its manifest matches its results) and when it was exported, or
+	// ok=false.
+	Published(batchID string) (path string, exportedAt time.Time, ok bool, err error)
 	// Staged returns how many bytes of results are staged for batchID
 	// (0 when none).
 	Staged(batchID string) (int64, error)
@@ -49,7 +50,9 @@ type Sink interface {
 	// syncs them to disk before returning the new staged length.
 	Append(batchID string, offset int64, items []json.RawMessage) (int64, error)
 	// Publish writes the manifest for b and makes the export appear
-	// atomically; it returns the export's path.
+	// atomically; it returns the export's path. When b.Refetch is set the
+	// new export replaces an existing one atomically; otherwise an existing
+	// complete export is kept.
 	Publish(b store.Batch, exportedAt time.Time) (string, error)
 }
 
@@ -176,8 +179,10 @@ func (f *Fetcher) process(ctx context.Context, b *store.Batch) {
 		f.abandon(log, b, fmt.Sprintf("retention elapsed: not exported within %s of %s", f.o.Retention, start.UTC().Format(time.RFC3339)))
 		return
 	}
-	path, ok, err := f.o.Sink.Published(b.ID)
-	if err == nil && ok {
+	path, exportedAt, ok, err := f.o.Sink.Published(b.ID)
+	// An export in place completes the batch, unless an operator asked for
+	// a refetch after it was made.
+	if err == nil && ok && (!b.Refetch || !exportedAt.Before(b.RefetchAt)) {
 		f.exported(log, b, path, true)
 		return
 	}

@@ -412,3 +412,56 @@ func TestRetryIsPickedUpWithoutWaitingForTheIdlePoll(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestRefetchReplacesTheExport(t *testing.T) {
+	p := &provider{n: 12, pageSize: 10}
+	r := newRig(t, p, 1)
+	r.record(t, "b1", t0)
+	r.runOnce(t)
+	first, _ := r.store.Get("b1")
+	if first.State != store.StateExported {
+		t.Fatalf("first export: %+v", first)
+	}
+	// The provider now serves more items; an operator asks for a refetch.
+	p.mu.Lock()
+	p.n = 17
+	p.mu.Unlock()
+	r.advance(time.Minute)
+	if _, err := r.store.Refetch("b1", *r.now.Load()); err != nil {
+		t.Fatal(err)
+	}
+	r.advance(time.Second)
+	r.runOnce(t)
+	b, _ := r.store.Get("b1")
+	if b.State != store.StateExported || b.Checkpoint.Items != 17 || b.ExportPath != first.ExportPath {
+		t.Fatalf("after refetch: %+v", b)
+	}
+	if got := readExport(t, b); !bytes.Equal(got, p.want()) {
+		t.Fatal("refetched export is not the provider's current items")
+	}
+	entries, _ := os.ReadDir(filepath.Join(r.sink.Root(), ".partial"))
+	if len(entries) != 0 {
+		t.Fatalf("staging left behind after the replace: %v", entries)
+	}
+	if ok, err := export.Verify(b.ExportPath); !ok || err != nil {
+		t.Fatalf("replaced export does not verify: %v", err)
+	}
+}
+
+func TestRefetchAlreadyPublishedAfterTheRequestCompletes(t *testing.T) {
+	p := &provider{n: 5, pageSize: 10}
+	r := newRig(t, p, 1)
+	r.record(t, "b1", t0)
+	// The refetch was requested before the export now in place was made:
+	// that export is the refetch's own (a crash came between publish and record).
+	r.runOnce(t)
+	if _, err := r.store.Refetch("b1", t0.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	calls := p.calls
+	r.runOnce(t)
+	b, _ := r.store.Get("b1")
+	if b.State != store.StateExported || p.calls != calls {
+		t.Fatalf("state %s after %d more calls, want exported without fetching", b.State, p.calls-calls)
+	}
+}

@@ -11,3 +11,6 @@ var ErrLocked = errors.New("database is locked by another process")
 // ErrState is returned when a transition is asked of a batch in a state that
 // does not allow it (for example a checkpoint on a batch no longer fetching).
 var ErrState = errors.New("batch is not in the expected state")
+
+// ErrBadCursor is returned by the list methods for a cursor they did not issue.
+var ErrBadCursor = errors.New("bad cursor")

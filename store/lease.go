@@ -39,7 +39,9 @@ func (s *Store) Lease(now time.Time) (*Batch, time.Time, error) {
 			if b.State != StateQueued || !b.NextAttemptAt.Equal(at) {
 				continue // stale entry: the batch moved on or was rescheduled
 			}
-			b.State = StateFetching
+			if err := setState(tx, b, StateFetching); err != nil {
+				return err
+			}
 			b.UpdatedAt = now
 			leased = b
 			return putBatch(tx, b)
@@ -92,7 +94,9 @@ func (s *Store) Checkpoint(id string, cp Checkpoint, now time.Time) error {
 // counts towards the backoff (a shutdown does not).
 func (s *Store) Retry(id string, at time.Time, kind, reason string, countAttempt bool, now time.Time) error {
 	err := s.update(id, StateFetching, func(tx *bolt.Tx, b *Batch) error {
-		b.State = StateQueued
+		if err := setState(tx, b, StateQueued); err != nil {
+			return err
+		}
 		if countAttempt {
 			b.FetchAttempts++
 		}
@@ -117,8 +121,11 @@ func (s *Store) Finish(id string, state State, exportPath, reason string, now ti
 	if !state.Final() {
 		return fmt.Errorf("finish batch %s as %s: %w", id, state, ErrState)
 	}
-	err := s.update(id, StateFetching, func(_ *bolt.Tx, b *Batch) error {
-		b.State = state
+	err := s.update(id, StateFetching, func(tx *bolt.Tx, b *Batch) error {
+		if err := setState(tx, b, state); err != nil {
+			return err
+		}
+		b.Refetch = false
 		b.ExportPath = exportPath
 		if reason != "" {
 			b.LastError = reason
@@ -153,7 +160,9 @@ func (s *Store) ReleaseLeases(now time.Time) (int, error) {
 			return err
 		}
 		for _, b := range stuck {
-			b.State = StateQueued
+			if err := setState(tx, b, StateQueued); err != nil {
+				return err
+			}
 			b.UpdatedAt = now
 			if err := schedule(tx, b, now); err != nil {
 				return err

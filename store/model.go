@@ -85,8 +85,14 @@ type Batch struct {
 	NextAttemptAt time.Time `json:"next_attempt_at"`
 	LastError     string    `json:"last_error,omitempty"`
 	// ErrorKind classifies LastError (transient, auth, not_found, …).
-	ErrorKind  string    `json:"error_kind,omitempty"`
-	ExportPath string    `json:"export_path,omitempty"`
+	ErrorKind  string `json:"error_kind,omitempty"`
+	ExportPath string `json:"export_path,omitempty"`
+	// Refetch marks a batch an operator asked to fetch again: its new
+	// export replaces the existing one instead of deferring to it.
+	Refetch bool `json:"refetch,omitempty"`
+	// RefetchAt is when the refetch was asked for: an export dated after it
+	// is the refetch's own (a crash came between publishing and recording).
+	RefetchAt time.Time `json:"refetch_at,omitzero"`
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
 	FinishedAt time.Time `json:"finished_at,omitzero"`

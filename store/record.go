@@ -34,10 +34,15 @@ func (s *Store) Record(n Notification) (created bool, err error) {
 		created = true
 		b := &Batch{
 			ID:           n.BatchID,
-			State:        StateQueued,
 			Notification: n,
 			CreatedAt:    n.ReceivedAt,
 			UpdatedAt:    n.ReceivedAt,
+		}
+		if err := setState(tx, b, StateQueued); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketCreated).Put(timeKey(b.CreatedAt, b.ID), nil); err != nil {
+			return err
 		}
 		if err := schedule(tx, b, n.ReceivedAt); err != nil {
 			return err

@@ -54,7 +54,7 @@ func Open(dir string, lockTimeout time.Duration) (*Store, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketBatches, bucketDue, bucketQuarantine, bucketEvents} {
+		for _, name := range [][]byte{bucketBatches, bucketDue, bucketQuarantine, bucketEvents, bucketCreated, bucketPending, bucketCounts} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
@@ -134,22 +134,4 @@ func (s *Store) Get(id string) (*Batch, error) {
 		return err
 	})
 	return b, err
-}
-
-// Counts returns how many batches are in each state.
-func (s *Store) Counts() (map[State]int, error) {
-	counts := map[State]int{}
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketBatches).ForEach(func(_, v []byte) error {
-			var b struct {
-				State State `json:"state"`
-			}
-			if err := json.Unmarshal(v, &b); err != nil {
-				return fmt.Errorf("decode batch record: %w", err)
-			}
-			counts[b.State]++
-			return nil
-		})
-	})
-	return counts, err
 }

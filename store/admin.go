@@ -1,0 +1,114 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Refetch puts an exported or abandoned batch back in the queue, due now,
+// from the first page, marked so that its new export replaces the old one.
+// It returns ErrState while the batch is queued or fetching (an operator
+// cannot refetch what is already on its way) and ErrNotFound for an
+// unknown id.
+func (s *Store) Refetch(id string, now time.Time) (*Batch, error) {
+	var out *Batch
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b, err := getBatch(tx, id)
+		if err != nil {
+			return err
+		}
+		if !b.State.Final() {
+			return fmt.Errorf("batch %s is %s: %w", id, b.State, ErrState)
+		}
+		if err := setState(tx, b, StateQueued); err != nil {
+			return err
+		}
+		b.Checkpoint, b.FetchAttempts, b.LastError, b.ErrorKind = Checkpoint{}, 0, "", ""
+		b.Refetch, b.RefetchAt, b.UpdatedAt, b.FinishedAt = true, now, now, time.Time{}
+		if err := schedule(tx, b, now); err != nil {
+			return err
+		}
+		tx.OnCommit(s.notify)
+		out = b
+		return putBatch(tx, b)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("refetch batch %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// RetryNow makes every queued batch whose last failure was of kind due at
+// once (after the API key was replaced, the batches waiting out a 401
+// backoff should not keep waiting). It returns how many it moved.
+func (s *Store) RetryNow(kind string, now time.Time) (int, error) {
+	var n int
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		var due []*Batch
+		err := tx.Bucket(bucketBatches).ForEach(func(_, v []byte) error {
+			var b Batch
+			if err := json.Unmarshal(v, &b); err != nil {
+				return fmt.Errorf("decode batch record: %w", err)
+			}
+			if b.State == StateQueued && b.ErrorKind == kind && b.NextAttemptAt.After(now) {
+				due = append(due, &b)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, b := range due {
+			if err := schedule(tx, b, now); err != nil {
+				return err
+			}
+			if err := putBatch(tx, b); err != nil {
+				return err
+			}
+		}
+		n = len(due)
+		if n > 0 {
+			tx.OnCommit(s.notify)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("retry %s batches now: %w", kind, err)
+	}
+	return n, nil
+}
+
+// ListQuarantined returns up to limit quarantine entries after cursor (an
+// entry id; empty for the first page), in id order, without their raw
+// bodies; next is empty at the end.
+func (s *Store) ListQuarantined(limit int, cursor string) (entries []Quarantined, next string, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketQuarantine).Cursor()
+		k, v := c.First()
+		if cursor != "" {
+			if k, v = c.Seek([]byte(cursor)); k != nil && string(k) == cursor {
+				k, v = c.Next()
+			}
+		}
+		for ; k != nil; k, v = c.Next() {
+			if len(entries) == limit {
+				next = entries[len(entries)-1].ID
+				return nil
+			}
+			var q Quarantined
+			if err := json.Unmarshal(v, &q); err != nil {
+				return fmt.Errorf("decode quarantine entry: %w", err)
+			}
+			q.Raw = nil
+			entries = append(entries, q)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("list quarantine: %w", err)
+	}
+	return entries, next, nil
+}

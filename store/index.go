@@ -1,0 +1,149 @@
+package store
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Indexes kept beside the batch records, each updated in the transaction
+// that changes the record, so that the admin API and the metrics never scan
+// every record:
+//   - created: (created time, id) for every batch, for newest-first listing;
+//   - pending: (created time, id) for batches not in a final state, whose
+//     first key is the oldest batch not yet exported;
+//   - counts: the number of batches in each state.
+var (
+	bucketCreated = []byte("created")
+	bucketPending = []byte("pending")
+	bucketCounts  = []byte("counts")
+)
+
+func timeKey(at time.Time, id string) []byte {
+	k := make([]byte, 8+len(id))
+	binary.BigEndian.PutUint64(k, uint64(at.UnixNano()))
+	copy(k[8:], id)
+	return k
+}
+
+func addCount(tx *bolt.Tx, s State, delta int64) error {
+	b := tx.Bucket(bucketCounts)
+	var n int64
+	if v := b.Get([]byte(s)); len(v) == 8 {
+		n = int64(binary.BigEndian.Uint64(v))
+	}
+	n += delta
+	v := make([]byte, 8)
+	binary.BigEndian.PutUint64(v, uint64(n))
+	return b.Put([]byte(s), v)
+}
+
+// setState moves b to state to, keeping the counts and the pending index
+// right. Every state change goes through it.
+func setState(tx *bolt.Tx, b *Batch, to State) error {
+	from := b.State
+	if from == to {
+		return nil
+	}
+	if from != "" {
+		if err := addCount(tx, from, -1); err != nil {
+			return err
+		}
+	}
+	if err := addCount(tx, to, 1); err != nil {
+		return err
+	}
+	key := timeKey(b.CreatedAt, b.ID)
+	switch {
+	case to.Final():
+		if err := tx.Bucket(bucketPending).Delete(key); err != nil {
+			return err
+		}
+	case from == "" || from.Final():
+		if err := tx.Bucket(bucketPending).Put(key, nil); err != nil {
+			return err
+		}
+	}
+	b.State = to
+	return nil
+}
+
+// Counts returns how many batches are in each state.
+func (s *Store) Counts() (map[State]int, error) {
+	counts := map[State]int{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketCounts).ForEach(func(k, v []byte) error {
+			if len(v) == 8 {
+				counts[State(k)] = int(binary.BigEndian.Uint64(v))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read counts: %w", err)
+	}
+	return counts, nil
+}
+
+// OldestPending returns when the oldest batch not yet in a final state was
+// recorded; ok is false when there is none.
+func (s *Store) OldestPending() (at time.Time, ok bool, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		k, _ := tx.Bucket(bucketPending).Cursor().First()
+		if k != nil {
+			at, ok = time.Unix(0, int64(binary.BigEndian.Uint64(k[:8]))), true
+		}
+		return nil
+	})
+	return at, ok, err
+}
+
+// List returns up to limit batches, newest first, in state (any state when
+// empty), starting after cursor (empty for the first page). next is the
+// cursor of the following page, empty at the end.
+func (s *Store) List(state State, limit int, cursor string) (batches []Batch, next string, err error) {
+	var after []byte
+	if cursor != "" {
+		if after, err = hex.DecodeString(cursor); err != nil || len(after) < 8 {
+			return nil, "", fmt.Errorf("bad cursor %q: %w", cursor, ErrBadCursor)
+		}
+	}
+	err = s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketCreated).Cursor()
+		var k []byte
+		if after == nil {
+			k, _ = c.Last()
+		} else if k, _ = c.Seek(after); k != nil {
+			k, _ = c.Prev() // Seek lands on the cursor key (or after it): step back
+		} else {
+			k, _ = c.Last()
+		}
+		for ; k != nil; k, _ = c.Prev() {
+			b, err := getBatch(tx, string(k[8:]))
+			if err != nil {
+				return err
+			}
+			if state != "" && b.State != state {
+				continue
+			}
+			if len(batches) == limit {
+				next = hex.EncodeToString(lastKey(batches))
+				return nil
+			}
+			batches = append(batches, *b)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("list batches: %w", err)
+	}
+	return batches, next, nil
+}
+
+func lastKey(batches []Batch) []byte {
+	b := batches[len(batches)-1]
+	return timeKey(b.CreatedAt, b.ID)
+}
