@@ -92,7 +92,7 @@ type Batch struct {
 	Refetch bool `json:"refetch,omitempty"`
 	// RefetchAt is when the refetch was asked for: an export dated after it
 	// is the refetch's own (a crash came between publishing and recording).
-	RefetchAt time.Time `json:"refetch_at,omitzero"`
+	RefetchAt  time.Time `json:"refetch_at,omitzero"`
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
 	FinishedAt time.Time `json:"finished_at,omitzero"`
