@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -36,6 +37,13 @@ type Config struct {
 	SigningSecretFile string `split_words:"true"`
 	APIKey            Secret `split_words:"true" ignored:"true"`
 	APIKeyFile        string `split_words:"true"`
+
+	// AdminAddr is the admin listener (health, metrics, admin API, CLI).
+	AdminAddr string `split_words:"true" default:"127.0.0.1:9090"`
+	// AdminToken, when set, is required as a Bearer token on every admin
+	// route but /healthz and /readyz.
+	AdminToken     Secret `split_words:"true" ignored:"true"`
+	AdminTokenFile string `split_words:"true"`
 
 	APIBaseURL   string `split_words:"true"`
 	DataDir      string `split_words:"true" default:"./data"`
@@ -76,6 +84,12 @@ func Load() (*Config, error) {
 	if c.APIKey, err = loadSecret("API_KEY", c.APIKeyFile); err != nil {
 		return nil, err
 	}
+	if c.AdminToken, err = loadSecret("ADMIN_TOKEN", c.AdminTokenFile); err != nil {
+		return nil, err
+	}
+	if _, set := os.LookupEnv(Var("ADMIN_TOKEN")); set && len(c.AdminToken) == 0 {
+		return nil, fmt.Errorf("%s: set but empty; unset it to run the admin API without a token", Var("ADMIN_TOKEN"))
+	}
 	if c.ExportDir == "" {
 		c.ExportDir = filepath.Join(c.DataDir, "exports")
 	}
@@ -103,6 +117,9 @@ func (c *Config) Validate() error {
 	}
 	if len(c.APIKey) == 0 {
 		return fmt.Errorf("%s or %s: required, and must not be empty", Var("API_KEY"), Var("API_KEY_FILE"))
+	}
+	if _, _, err := net.SplitHostPort(c.AdminAddr); err != nil {
+		return fmt.Errorf("%s: %q is not host:port: %w", Var("ADMIN_ADDR"), c.AdminAddr, err)
 	}
 	if err := validateBaseURL(c.APIBaseURL); err != nil {
 		return fmt.Errorf("%s: %w", Var("API_BASE_URL"), err)

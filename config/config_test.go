@@ -30,6 +30,7 @@ var shortNames = []string{
 	"PAGE_LIMIT", "CURSOR_PARAM", "RESULTS_FIELD", "FETCH_WORKERS", "RETENTION",
 	"FETCH_TIMEOUT", "BACKOFF_BASE", "BACKOFF_MAX", "NOT_FOUND_GRACE",
 	"MAX_BODY_BYTES", "MAX_PAGE_BYTES", "LOG_LEVEL", "LOG_FORMAT",
+	"ADMIN_ADDR", "ADMIN_TOKEN", "ADMIN_TOKEN_FILE",
 }
 
 // cleanEnv unsets every BATCHHOOK_ variable and every unprefixed name we
@@ -118,6 +119,8 @@ func TestLoadReadsEveryVariableUnderItsPrefixedName(t *testing.T) {
 		{"MAX_PAGE_BYTES", "1048576", "MaxPageBytes", int64(1048576)},
 		{"LOG_LEVEL", "debug", "LogLevel", "debug"},
 		{"LOG_FORMAT", "console", "LogFormat", "console"},
+		{"ADMIN_ADDR", "0.0.0.0:9191", "AdminAddr", "0.0.0.0:9191"},
+		{"ADMIN_TOKEN", "tok en", "AdminToken", config.Secret("tok en")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.short+"="+tt.value, func(t *testing.T) {
@@ -173,6 +176,7 @@ func TestLoadIgnoresUnprefixedVariables(t *testing.T) {
 		"PAGE_LIMIT": "abc", "CURSOR_PARAM": "limit", "RESULTS_FIELD": "unprefixed", "FETCH_WORKERS": "-3",
 		"RETENTION": "-1h", "FETCH_TIMEOUT": "zzz", "BACKOFF_BASE": "0", "BACKOFF_MAX": "1ns",
 		"NOT_FOUND_GRACE": "-1h", "MAX_BODY_BYTES": "1", "MAX_PAGE_BYTES": "1", "LOG_LEVEL": "loud", "LOG_FORMAT": "xml",
+		"ADMIN_ADDR": "nope", "ADMIN_TOKEN": "", "ADMIN_TOKEN_FILE": "/nonexistent/token",
 	}
 	if len(bogus) != len(shortNames) {
 		t.Fatalf("bogus covers %d names, want %d", len(bogus), len(shortNames))
@@ -224,6 +228,7 @@ func TestLoadDefaults(t *testing.T) {
 		APIBaseURL:    reqURL,
 		DataDir:       "./data",
 		ExportDir:     filepath.Join("data", "exports"),
+		AdminAddr:     "127.0.0.1:9090",
 		PageLimit:     100,
 		CursorParam:   "cursor",
 		FetchWorkers:  4,
@@ -528,5 +533,21 @@ func TestFingerprint(t *testing.T) {
 func TestVar(t *testing.T) {
 	if got := config.Var("API_KEY"); got != "BATCHHOOK_API_KEY" {
 		t.Errorf("Var(API_KEY) = %q", got)
+	}
+}
+
+func TestAdminTokenRules(t *testing.T) {
+	requiredEnv(t)
+	t.Setenv("BATCHHOOK_ADMIN_TOKEN", "")
+	if _, err := config.Load(); err == nil || !strings.Contains(err.Error(), "BATCHHOOK_ADMIN_TOKEN") {
+		t.Fatalf("empty admin token: %v, want an error naming BATCHHOOK_ADMIN_TOKEN", err)
+	}
+	file := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(file, []byte("file-token\r\n"), 0o600)
+	os.Unsetenv("BATCHHOOK_ADMIN_TOKEN")
+	t.Setenv("BATCHHOOK_ADMIN_TOKEN_FILE", file)
+	c, err := config.Load()
+	if err != nil || string(c.AdminToken) != "file-token" {
+		t.Fatalf("token from file = %q, %v", c.AdminToken, err)
 	}
 }

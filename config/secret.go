@@ -44,6 +44,9 @@ func loadSecret(name, file string) (Secret, error) {
 		return nil, fmt.Errorf("%s and %s: set only one of them", Var(name), Var(name+"_FILE"))
 	}
 	if file == "" {
+		if !set {
+			return nil, nil
+		}
 		return Secret(value), nil
 	}
 	s, err := ReadSecretFile(file)

@@ -80,7 +80,22 @@ type Options struct {
 	IdlePoll time.Duration
 	Now      func() time.Time // nil = time.Now
 	Jitter   func() float64   // nil = math/rand/v2
+	// Observer is told of pages, failures and finished batches; nil = none.
+	Observer Observer
 }
+
+// Observer receives the fetcher's events for the metrics.
+type Observer interface {
+	PageFetched()
+	FetchFailed(kind string)
+	BatchFinished(state string, items int64)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) PageFetched()                {}
+func (nopObserver) FetchFailed(string)          {}
+func (nopObserver) BatchFinished(string, int64) {}
 
 // maxPages guards against a provider whose cursors never end.
 const maxPages = 100_000
@@ -107,6 +122,9 @@ func New(o Options) (*Fetcher, error) {
 	}
 	if o.Jitter == nil {
 		o.Jitter = rand.Float64
+	}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
 	}
 	return &Fetcher{o: o, log: o.Logger}, nil
 }
@@ -248,6 +266,7 @@ func (f *Fetcher) fetch(ctx context.Context, log zerolog.Logger, b *store.Batch)
 		}
 		cp = next
 		b.Checkpoint = cp
+		f.o.Observer.PageFetched()
 		log.Debug().Str("event", "page_fetched").Int64("page", cp.Pages).Int("items", len(page.Items)).Msg("page staged")
 	}
 	path, err := f.o.Sink.Publish(*b, f.o.Now().UTC())
@@ -262,6 +281,7 @@ func (f *Fetcher) exported(log zerolog.Logger, b *store.Batch, path string, alre
 		log.Error().Str("event", "finish_failed").Err(err).Msg("export is in place but the record could not be updated; it completes at the next attempt")
 		return
 	}
+	f.o.Observer.BatchFinished(string(store.StateExported), b.Checkpoint.Items)
 	log.Info().Str("event", "batch_exported").Str("status", b.Notification.Status).Int64("items", b.Checkpoint.Items).
 		Int64("pages", b.Checkpoint.Pages).Str("path", path).Bool("already_published", already).Msg("batch exported")
 }
@@ -271,12 +291,14 @@ func (f *Fetcher) abandon(log zerolog.Logger, b *store.Batch, reason string) {
 		log.Error().Str("event", "finish_failed").Err(err).Msg("could not record the abandoned batch")
 		return
 	}
+	f.o.Observer.BatchFinished(string(store.StateAbandoned), 0)
 	log.Error().Str("event", "batch_abandoned").Str("reason", reason).Msg("batch abandoned")
 }
 
 // fail applies the retry policy to a classified failure.
 func (f *Fetcher) fail(log zerolog.Logger, b *store.Batch, err error) {
 	kind, retryAfter := kindOf(err)
+	f.o.Observer.FetchFailed(string(kind))
 	now := f.o.Now()
 	switch kind {
 	case KindRejected:

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
@@ -29,42 +30,63 @@ type reply struct {
 	BatchID string `json:"batch_id"`
 }
 
-// handle is the webhook, in the order the document requires: read the
-// capped body, verify the signature, and only then look inside the body.
+// Outcomes reported to the Observer.
+const (
+	outcomeUnauthorized = "unauthorized"
+	outcomeInvalid      = "invalid"
+	outcomeTooLarge     = "too_large"
+	outcomeUnsupported  = "unsupported"
+	outcomeMethod       = "method_not_allowed"
+	outcomeError        = "error"
+)
+
+// handle times and counts every request; serve does the work.
 func (s *Server) handle(c echo.Context) error {
+	start := time.Now()
+	outcome, err := s.serve(c)
+	s.opts.Observer.WebhookHandled(outcome, time.Since(start))
+	return err
+}
+
+// serve is the webhook, in the order the document requires: read the
+// capped body, verify the signature, and only then look inside the body.
+// It returns the outcome for the metrics.
+func (s *Server) serve(c echo.Context) (string, error) {
 	req := c.Request()
 	if req.Method != http.MethodPost {
 		c.Response().Header().Set("Allow", http.MethodPost)
-		return fail(c, http.StatusMethodNotAllowed, "method_not_allowed")
+		return outcomeMethod, fail(c, http.StatusMethodNotAllowed, "method_not_allowed")
 	}
 	reqID := newRequestID()
 	c.Response().Header().Set("X-Request-Id", reqID)
-	log := s.opts.Logger.With().Str("request_id", reqID).Str("remote_addr", req.RemoteAddr).
-		Int("attempt", attempt(req)).Logger()
+	fields := func(l zerolog.Logger) zerolog.Logger {
+		return l.With().Str("request_id", reqID).Str("remote_addr", req.RemoteAddr).Int("attempt", attempt(req)).Logger()
+	}
+	log, rejectLog := fields(s.opts.Logger), fields(s.rejectLog)
 
 	body, err := s.readBody(c)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			log.Warn().Str("event", "webhook_too_large").Int64("max_body_bytes", s.opts.MaxBodyBytes).
+			rejectLog.Warn().Str("event", "webhook_too_large").Int64("max_body_bytes", s.opts.MaxBodyBytes).
 				Int64("content_length", req.ContentLength).Msg("webhook body over the size limit")
-			return fail(c, http.StatusRequestEntityTooLarge, "body_too_large")
+			return outcomeTooLarge, fail(c, http.StatusRequestEntityTooLarge, "body_too_large")
 		}
 		log.Warn().Str("event", "webhook_read_failed").Err(err).Msg("could not read webhook body")
-		return fail(c, http.StatusBadRequest, "unreadable_body")
+		return outcomeInvalid, fail(c, http.StatusBadRequest, "unreadable_body")
 	}
 
 	if reason := signature.Verify(s.opts.Secret(), body, req.Header.Get(signature.Header)); reason != signature.OK {
 		sum := sha256.Sum256(body)
-		log.Warn().Str("event", "webhook_rejected").Str("reason", string(reason)).
+		rejectLog.Warn().Str("event", "webhook_rejected").Str("reason", string(reason)).
 			Int("body_len", len(body)).Str("body_sha256", hex.EncodeToString(sum[:])).
 			Msg("webhook signature rejected")
-		return fail(c, http.StatusUnauthorized, "invalid_signature")
+		return outcomeUnauthorized, fail(c, http.StatusUnauthorized, "invalid_signature")
 	}
 	// From here on the body is genuine.
 	if enc := req.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
 		log.Warn().Str("event", "webhook_unsupported_encoding").Msg("signed webhook with a Content-Encoding")
-		return fail(c, http.StatusUnsupportedMediaType, "unsupported_content_encoding")
+		return outcomeUnsupported, fail(c, http.StatusUnsupportedMediaType, "unsupported_content_encoding")
 	}
 	now := s.opts.Now().UTC()
 	n, err := Parse(body)
@@ -90,14 +112,14 @@ func (s *Server) handle(c echo.Context) error {
 	}
 	if known {
 		log.Info().Str("event", "webhook_duplicate").Msg("batch already recorded; nothing to do")
-		return c.JSON(http.StatusOK, reply{ResultDuplicate, n.BatchID})
+		return ResultDuplicate, c.JSON(http.StatusOK, reply{ResultDuplicate, n.BatchID})
 	}
 	ev := log.Info().Str("event", "webhook_accepted").Str("status", n.Status)
 	if len(n.Flags) > 0 {
 		ev = log.Warn().Str("event", "webhook_accepted").Str("status", n.Status).Strs("flags", n.Flags)
 	}
 	ev.Msg("batch recorded and queued")
-	return c.JSON(http.StatusOK, reply{ResultAccepted, n.BatchID})
+	return ResultAccepted, c.JSON(http.StatusOK, reply{ResultAccepted, n.BatchID})
 }
 
 // readBody reads at most MaxBodyBytes; a declared or actual larger body is
@@ -110,7 +132,7 @@ func (s *Server) readBody(c echo.Context) ([]byte, error) {
 	return io.ReadAll(http.MaxBytesReader(c.Response(), req.Body, s.opts.MaxBodyBytes))
 }
 
-func (s *Server) quarantine(c echo.Context, log zerolog.Logger, body []byte, cause error) error {
+func (s *Server) quarantine(c echo.Context, log zerolog.Logger, body []byte, cause error) (string, error) {
 	sum := sha256.Sum256(body)
 	q := store.Quarantined{
 		ID: hex.EncodeToString(sum[:]), Reason: cause.Error(), Attempt: attempt(c.Request()),
@@ -121,10 +143,10 @@ func (s *Server) quarantine(c echo.Context, log zerolog.Logger, body []byte, cau
 	}
 	log.Error().Str("event", "webhook_invalid").Str("reason", cause.Error()).Str("quarantine_id", q.ID).
 		Msg("signed webhook failed validation; kept in quarantine")
-	return fail(c, http.StatusBadRequest, cause.Error())
+	return outcomeInvalid, fail(c, http.StatusBadRequest, cause.Error())
 }
 
-func (s *Server) audit(c echo.Context, log zerolog.Logger, body []byte, n store.Notification) error {
+func (s *Server) audit(c echo.Context, log zerolog.Logger, body []byte, n store.Notification) (string, error) {
 	sum := sha256.Sum256(body)
 	e := store.AuditEvent{
 		ID: hex.EncodeToString(sum[:]), Event: n.Event, BatchID: n.BatchID,
@@ -135,12 +157,12 @@ func (s *Server) audit(c echo.Context, log zerolog.Logger, body []byte, n store.
 	}
 	log.Info().Str("event", "webhook_ignored").Str("webhook_event", truncate(n.Event)).
 		Msg("signed webhook of another event kept for audit")
-	return c.JSON(http.StatusOK, reply{ResultIgnored, n.BatchID})
+	return ResultIgnored, c.JSON(http.StatusOK, reply{ResultIgnored, n.BatchID})
 }
 
-func (s *Server) storeFailed(c echo.Context, log zerolog.Logger, err error) error {
+func (s *Server) storeFailed(c echo.Context, log zerolog.Logger, err error) (string, error) {
 	log.Error().Str("event", "webhook_store_failed").Err(err).Msg("could not record webhook; replying 503 so the provider retries")
-	return fail(c, http.StatusServiceUnavailable, "storage_unavailable")
+	return outcomeError, fail(c, http.StatusServiceUnavailable, "storage_unavailable")
 }
 
 func fail(c echo.Context, code int, reason string) error {

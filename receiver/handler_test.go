@@ -27,6 +27,7 @@ const (
 )
 
 type env struct {
+	obs   *countingObserver
 	url   string
 	store *store.Store
 	logs  *testutil.SyncBuffer
@@ -35,6 +36,26 @@ type env struct {
 func start(t *testing.T, rec Recorder) *env {
 	t.Helper()
 	return startWithLimits(t, rec, Limits{})
+}
+
+type countingObserver struct {
+	mu       sync.Mutex
+	outcomes map[string]int
+}
+
+func (o *countingObserver) WebhookHandled(outcome string, took time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.outcomes == nil {
+		o.outcomes = map[string]int{}
+	}
+	o.outcomes[outcome]++
+}
+
+func (o *countingObserver) count(outcome string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.outcomes[outcome]
 }
 
 func startWithLimits(t *testing.T, rec Recorder, limits Limits) *env {
@@ -48,9 +69,10 @@ func startWithLimits(t *testing.T, rec Recorder, limits Limits) *env {
 		rec = st
 	}
 	logs := &testutil.SyncBuffer{}
+	obs := &countingObserver{}
 	srv, err := New(Options{
 		Path: testPath, MaxBodyBytes: 4096, Secret: func() []byte { return []byte(testSecret) },
-		Store: rec, Logger: zerolog.New(logs), Limits: limits,
+		Store: rec, Logger: zerolog.New(logs), Limits: limits, Observer: obs, RejectBurst: 5,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +83,7 @@ func startWithLimits(t *testing.T, rec Recorder, limits Limits) *env {
 	}
 	srv.Serve(ln)
 	t.Cleanup(func() { srv.Shutdown(context.Background()) })
-	return &env{url: "http://" + ln.Addr().String(), store: st, logs: logs}
+	return &env{obs: obs, url: "http://" + ln.Addr().String(), store: st, logs: logs}
 }
 
 func body(id, status string) []byte {
@@ -326,5 +348,26 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 	b := body("b_after", "completed")
 	if res := e.post(t, testPath, b, signed(b)); res.code != 200 {
 		t.Fatalf("after slow clients: %d", res.code)
+	}
+}
+
+func TestOutcomesAreCountedAndRejectionLogsSampled(t *testing.T) {
+	e := start(t, nil)
+	b := body("b_obs", "completed")
+	e.post(t, testPath, b, signed(b))
+	e.post(t, testPath, b, signed(b))
+	bad := body("b_obs2", "nope")
+	e.post(t, testPath, bad, signed(bad))
+	for i := 0; i < 100; i++ {
+		e.post(t, testPath, b, map[string]string{signature.Header: "forged"})
+	}
+	for outcome, want := range map[string]int{"accepted": 1, "duplicate": 1, "invalid": 1, "unauthorized": 100} {
+		if got := e.obs.count(outcome); got != want {
+			t.Errorf("outcome %s counted %d times, want %d", outcome, got, want)
+		}
+	}
+	lines := strings.Count(e.logs.String(), `"event":"webhook_rejected"`)
+	if lines == 0 || lines > 20 {
+		t.Fatalf("%d rejection lines for 100 forged requests, want a sample (1..20)", lines)
 	}
 }

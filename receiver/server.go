@@ -73,14 +73,33 @@ type Options struct {
 	Now func() time.Time
 	// Limits are the listener's deadlines; zero means DefaultLimits().
 	Limits Limits
+	// Observer is told the outcome and reply time of every request; nil
+	// means none.
+	Observer Observer
+	// RejectBurst is how many rejection log lines (401, 413) are written per
+	// second before the rest are dropped, so a flood of forged requests
+	// cannot fill the disk; the Observer still counts every one. 0 = 20.
+	RejectBurst uint32
 }
+
+// Observer receives one call per webhook request. The outcomes are
+// accepted, duplicate, ignored, unauthorized, invalid, too_large,
+// unsupported, method_not_allowed and error.
+type Observer interface {
+	WebhookHandled(outcome string, took time.Duration)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) WebhookHandled(string, time.Duration) {}
 
 // Server serves the webhook endpoint.
 type Server struct {
-	opts Options
-	echo *echo.Echo
-	http *http.Server
-	done chan error
+	opts      Options
+	rejectLog zerolog.Logger
+	echo      *echo.Echo
+	http      *http.Server
+	done      chan error
 }
 
 // New checks opts and builds the server; it does not listen yet.
@@ -99,7 +118,13 @@ func New(opts Options) (*Server, error) {
 	if opts.Limits == (Limits{}) {
 		opts.Limits = DefaultLimits()
 	}
-	s := &Server{opts: opts}
+	if opts.Observer == nil {
+		opts.Observer = nopObserver{}
+	}
+	if opts.RejectBurst == 0 {
+		opts.RejectBurst = 20
+	}
+	s := &Server{opts: opts, rejectLog: opts.Logger.Sample(&zerolog.BurstSampler{Burst: opts.RejectBurst, Period: time.Second})}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
