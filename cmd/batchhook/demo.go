@@ -67,6 +67,7 @@ func runDemo(ctx context.Context, n int, timeout time.Duration, stdout, stderr i
 
 	cfg := config.Defaults()
 	cfg.ListenAddr = "127.0.0.1:0"
+	cfg.AdminAddr = "127.0.0.1:0"
 	cfg.DataDir = filepath.Join(dir, "data")
 	cfg.ExportDir = filepath.Join(dir, "data", "exports")
 	cfg.SigningSecret, cfg.APIKey = config.Secret(secret), config.Secret(apiKey)

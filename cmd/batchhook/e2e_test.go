@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -56,10 +57,11 @@ const (
 
 // daemonProc is one running batchhook serve.
 type daemonProc struct {
-	cmd  *exec.Cmd
-	out  *testutil.SyncBuffer
-	addr string
-	done chan error
+	cmd   *exec.Cmd
+	out   *testutil.SyncBuffer
+	addr  string
+	admin string // http://host:port of the admin listener
+	done  chan error
 }
 
 func freePort(t *testing.T) string {
@@ -77,7 +79,7 @@ func freePort(t *testing.T) string {
 func startDaemon(t *testing.T, addr string, env map[string]string) *daemonProc {
 	t.Helper()
 	cmd := exec.Command(binary, "serve")
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "BATCHHOOK_LISTEN_ADDR=" + addr}
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "BATCHHOOK_LISTEN_ADDR=" + addr, "BATCHHOOK_ADMIN_ADDR=127.0.0.1:0"}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
@@ -92,6 +94,11 @@ func startDaemon(t *testing.T, addr string, env map[string]string) *daemonProc {
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
 		if strings.Contains(out.String(), `"event":"started"`) {
+			m := regexp.MustCompile(`"admin_addr":"([^"]+)"`).FindStringSubmatch(out.String())
+			if m == nil {
+				t.Fatalf("start line has no admin_addr:\n%s", out.String())
+			}
+			p.admin = "http://" + m[1]
 			return p
 		}
 		select {
@@ -425,7 +432,7 @@ func TestSecondDaemonOnSameDataDirFailsFast(t *testing.T) {
 	s := newSetup(t, lookupsim.Options{})
 	startDaemon(t, s.addr, s.env)
 	cmd := exec.Command(binary, "serve")
-	cmd.Env = []string{"BATCHHOOK_LISTEN_ADDR=" + freePort(t)}
+	cmd.Env = []string{"BATCHHOOK_LISTEN_ADDR=" + freePort(t), "BATCHHOOK_ADMIN_ADDR=127.0.0.1:0"}
 	for k, v := range s.env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}

@@ -5,14 +5,40 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, cancel := context.WithCancel(context.Background())
+	reloads := make(chan struct{}, 1)
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, os.Args[1:], env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, reloads: reloads})
+	}()
+	stopping := false
+	for {
+		select {
+		case code := <-done:
+			os.Exit(code)
+		case s := <-sigs:
+			switch {
+			case s == syscall.SIGHUP:
+				select {
+				case reloads <- struct{}{}:
+				default: // a reload is already pending
+				}
+			case stopping:
+				fmt.Fprintln(os.Stderr, "batchhook: second signal; exiting at once")
+				os.Exit(130)
+			default:
+				stopping = true
+				cancel()
+			}
+		}
+	}
 }

@@ -8,37 +8,61 @@ import (
 	"runtime/debug"
 )
 
+// env is what main hands to run: the standard streams and the SIGHUP
+// reload requests.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	reloads        <-chan struct{}
+}
+
 const usage = `batchhook receives the CPF Batch Lookup Service's signed batch.completed
 webhooks, records each batch durably, pages its results from the provider's
 API and exports them as files.
 
 Usage:
-  batchhook serve      run the daemon (configured by BATCHHOOK_* variables; see README)
-  batchhook demo       run the daemon against the built-in provider simulator on
-                       loopback, export one sample batch, print its path
-  batchhook version    print version information
-  batchhook help       this text
+  batchhook serve                 run the daemon (BATCHHOOK_* variables; README "Configuration")
+  batchhook demo                  the whole pipeline on loopback against the simulator
+  batchhook batches list|show|refetch   inspect batches, refetch one (admin API)
+  batchhook quarantine list|show  signed deliveries rejected by validation (admin API)
+  batchhook sign | verify         compute or check a webhook signature
+  batchhook healthcheck           exit 0 when the daemon's /healthz answers
+  batchhook version               version, commit and Go version
+  batchhook help                  this text
+
+"batchhook COMMAND --help" lists a command's flags and the environment
+variables that set them.
 `
 
 // run dispatches a subcommand and returns the process exit code.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args []string, e env) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(e.stderr, usage)
 		return 2
 	}
 	switch args[0] {
 	case "serve":
-		return serve(ctx, args[1:], stdout, stderr)
+		return serve(ctx, args[1:], e)
 	case "demo":
-		return demo(ctx, args[1:], stdout, stderr)
+		return demo(ctx, args[1:], e.stdout, e.stderr)
+	case "batches":
+		return batches(ctx, args[1:], e.stdout, e.stderr)
+	case "quarantine":
+		return quarantine(ctx, args[1:], e.stdout, e.stderr)
+	case "sign":
+		return signCmd(args[1:], e.stdin, e.stdout, e.stderr)
+	case "verify":
+		return verifyCmd(args[1:], e.stdin, e.stdout, e.stderr)
+	case "healthcheck":
+		return healthcheck(ctx, args[1:], e.stdout, e.stderr)
 	case "version":
-		fmt.Fprintln(stdout, versionLine())
+		fmt.Fprintln(e.stdout, versionLine())
 		return 0
 	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(e.stdout, usage)
 		return 0
 	default:
-		fmt.Fprintf(stderr, "batchhook: unknown command %q\n\n%s", args[0], usage)
+		fmt.Fprintf(e.stderr, "batchhook: unknown command %q\n\n%s", args[0], usage)
 		return 2
 	}
 }

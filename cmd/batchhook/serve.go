@@ -15,12 +15,18 @@ import (
 
 const serveUsage = `Usage: batchhook serve
 
-Runs the daemon until SIGINT or SIGTERM. It takes no flags: every setting is
-a BATCHHOOK_* environment variable (README, "Configuration"). Logs are JSON
-lines on stdout.
+Runs the daemon until SIGINT or SIGTERM (a second one exits at once). It
+takes no flags: every setting is a BATCHHOOK_* environment variable (README,
+"Configuration"): LISTEN_ADDR, WEBHOOK_PATH, SIGNING_SECRET(_FILE),
+API_BASE_URL, API_KEY(_FILE), ADMIN_ADDR, ADMIN_TOKEN(_FILE), DATA_DIR,
+EXPORT_DIR, PAGE_LIMIT, CURSOR_PARAM, RESULTS_FIELD, FETCH_WORKERS,
+RETENTION, FETCH_TIMEOUT, BACKOFF_BASE, BACKOFF_MAX, NOT_FOUND_GRACE,
+MAX_BODY_BYTES, MAX_PAGE_BYTES, LOG_LEVEL, LOG_FORMAT. SIGHUP re-reads the
+_FILE secrets. Logs are JSON lines on stdout.
 `
 
-func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func serve(ctx context.Context, args []string, e env) int {
+	stdout, stderr := e.stdout, e.stderr
 	if len(args) > 0 {
 		if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 			fmt.Fprint(stdout, serveUsage)
@@ -41,7 +47,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "batchhook: %v\n", err)
 		return 1
 	}
-	<-ctx.Done()
+	for ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-e.reloads:
+			_ = d.Reload() // logged by Reload; the old values stay on failure
+		}
+	}
 	log.Info().Str("component", "daemon").Str("event", "stopping").Msg("signal received; stopping")
 	sctx, cancel := context.WithTimeout(context.Background(), 2*daemon.ShutdownTimeout)
 	defer cancel()

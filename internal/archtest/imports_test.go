@@ -53,18 +53,20 @@ func dependsOn(deps []string, target string) bool {
 
 func TestImportGraph(t *testing.T) {
 	deps := listPackages(t)
-	for _, p := range []string{"config", "store", "receiver", "fetcher", "export", "lookupsim", "internal/daemon"} {
+	for _, p := range []string{"config", "store", "receiver", "fetcher", "export", "lookupsim", "internal/daemon", "admin", "internal/metrics"} {
 		if _, ok := deps[p]; !ok {
 			t.Fatalf("package %s not found by go list", p)
 		}
 	}
 	forbidden := map[string][]string{
-		"config":    {module},
-		"store":     {module + "/receiver", module + "/fetcher", module + "/export", module + "/config"},
-		"receiver":  {module + "/fetcher", module + "/export", module + "/lookupsim"},
-		"fetcher":   {module + "/receiver", module + "/export", module + "/lookupsim", "github.com/labstack/echo"},
-		"export":    {module + "/receiver", module + "/fetcher", "github.com/labstack/echo"},
-		"lookupsim": {module + "/receiver", module + "/fetcher", module + "/store", module + "/export"},
+		"config":           {module},
+		"store":            {module + "/receiver", module + "/fetcher", module + "/export", module + "/config"},
+		"receiver":         {module + "/fetcher", module + "/export", module + "/lookupsim"},
+		"fetcher":          {module + "/receiver", module + "/export", module + "/lookupsim", "github.com/labstack/echo"},
+		"export":           {module + "/receiver", module + "/fetcher", "github.com/labstack/echo"},
+		"lookupsim":        {module + "/receiver", module + "/fetcher", module + "/store", module + "/export"},
+		"admin":            {module + "/receiver", module + "/fetcher", module + "/export", "github.com/prometheus"},
+		"internal/metrics": {module + "/receiver", module + "/fetcher", module + "/export", module + "/admin"},
 	}
 	for p, bad := range forbidden {
 		for _, b := range bad {
@@ -75,9 +77,10 @@ func TestImportGraph(t *testing.T) {
 	}
 	// One package per outside library.
 	owners := map[string][]string{
-		"go.etcd.io/bbolt":                     {"store"},
-		"github.com/kelseyhightower/envconfig": {"config"},
-		"github.com/labstack/echo/v4":          {"receiver", "admin"},
+		"go.etcd.io/bbolt":                               {"store"},
+		"github.com/kelseyhightower/envconfig":           {"config"},
+		"github.com/labstack/echo/v4":                    {"receiver", "admin"},
+		"github.com/prometheus/client_golang/prometheus": {"internal/metrics"},
 	}
 	for lib, allowed := range owners {
 		for p, d := range deps {

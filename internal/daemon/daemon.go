@@ -11,13 +11,16 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/batchhook/batchhook/admin"
 	"github.com/batchhook/batchhook/config"
 	"github.com/batchhook/batchhook/export"
 	"github.com/batchhook/batchhook/fetcher"
+	"github.com/batchhook/batchhook/internal/metrics"
 	"github.com/batchhook/batchhook/receiver"
 	"github.com/batchhook/batchhook/store"
 )
@@ -33,12 +36,22 @@ type Daemon struct {
 	cfg config.Config
 	log zerolog.Logger
 
-	store    *store.Store
-	sink     *export.Dir
-	recv     *receiver.Server
-	addr     net.Addr
-	cancel   context.CancelFunc
-	fetchErr chan error
+	// The secrets are swapped whole on reload; readers load them per use.
+	secret     atomic.Pointer[config.Secret]
+	apiKey     atomic.Pointer[config.Secret]
+	adminToken atomic.Pointer[config.Secret]
+	reloadMu   sync.Mutex
+
+	store     *store.Store
+	sink      *export.Dir
+	metrics   *metrics.Metrics
+	recv      *receiver.Server
+	admin     *admin.Server
+	addr      net.Addr
+	adminAddr net.Addr
+	listening atomic.Bool
+	cancel    context.CancelFunc
+	fetchErr  chan error
 
 	stopOnce sync.Once
 	stopErr  error
@@ -46,7 +59,11 @@ type Daemon struct {
 
 // New returns a daemon for cfg; Start runs it.
 func New(cfg config.Config, log zerolog.Logger) *Daemon {
-	return &Daemon{cfg: cfg, log: log}
+	d := &Daemon{cfg: cfg, log: log}
+	d.secret.Store(&cfg.SigningSecret)
+	d.apiKey.Store(&cfg.APIKey)
+	d.adminToken.Store(&cfg.AdminToken)
+	return d
 }
 
 // Start opens the store, releases batches a previous run left in fetching,
@@ -76,8 +93,9 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	if d.sink, err = export.New(cfg.ExportDir); err != nil {
 		return err
 	}
+	d.metrics = metrics.New(d.store, time.Now)
 	client, err := fetcher.NewClient(fetcher.ClientOptions{
-		BaseURL: cfg.APIBaseURL, APIKey: func() []byte { return cfg.APIKey }, Limit: cfg.PageLimit,
+		BaseURL: cfg.APIBaseURL, APIKey: func() []byte { return *d.apiKey.Load() }, Limit: cfg.PageLimit,
 		CursorParam: cfg.CursorParam, ResultsField: cfg.ResultsField, MaxPageBytes: cfg.MaxPageBytes,
 		Timeout: cfg.FetchTimeout,
 	})
@@ -88,19 +106,32 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		Queue: d.store, Sink: d.sink, Pager: client, Workers: cfg.FetchWorkers,
 		Logger:    d.log.With().Str("component", "fetcher").Logger(),
 		Retention: cfg.Retention, NotFoundGrace: cfg.NotFoundGrace,
-		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax,
+		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Observer: d.metrics,
 	})
 	if err != nil {
 		return err
 	}
 	d.recv, err = receiver.New(receiver.Options{
 		Path: cfg.WebhookPath, MaxBodyBytes: cfg.MaxBodyBytes,
-		Secret: func() []byte { return cfg.SigningSecret }, Store: d.store,
-		Logger: d.log.With().Str("component", "receiver").Logger(),
+		Secret: func() []byte { return *d.secret.Load() }, Store: d.store,
+		Logger: d.log.With().Str("component", "receiver").Logger(), Observer: d.metrics,
 	})
 	if err != nil {
 		return err
 	}
+	d.admin, err = admin.New(admin.Options{
+		Store: d.store, Token: func() []byte { return *d.adminToken.Load() }, Metrics: d.metrics.Handler(),
+		Ready: d.ready, Logger: d.log.With().Str("component", "admin").Logger(),
+	})
+	if err != nil {
+		return err
+	}
+	adminLn, err := net.Listen("tcp", cfg.AdminAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (BATCHHOOK_ADMIN_ADDR): %w", cfg.AdminAddr, err)
+	}
+	d.adminAddr = adminLn.Addr()
+	d.admin.Serve(adminLn)
 	if ln == nil {
 		if ln, err = net.Listen("tcp", cfg.ListenAddr); err != nil {
 			return fmt.Errorf("listen on %s (BATCHHOOK_LISTEN_ADDR): %w", cfg.ListenAddr, err)
@@ -108,6 +139,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	}
 	d.addr = ln.Addr()
 	d.recv.Serve(ln)
+	d.listening.Store(true)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
@@ -115,10 +147,27 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	go func() { d.fetchErr <- f.Run(ctx) }()
 
 	d.log.Info().Str("component", "daemon").Str("event", "started").Str("listen_addr", d.addr.String()).
+		Str("admin_addr", d.adminAddr.String()).Bool("admin_token", len(cfg.AdminToken) > 0).
 		Str("webhook_path", cfg.WebhookPath).Str("data_dir", cfg.DataDir).Str("export_dir", d.sink.Root()).
 		Str("api_base_url", cfg.APIBaseURL).Int("fetch_workers", cfg.FetchWorkers).
 		Str("signing_secret_fingerprint", cfg.SigningSecret.Fingerprint()).
 		Str("api_key_fingerprint", cfg.APIKey.Fingerprint()).Msg("batchhook is serving")
+	return nil
+}
+
+// AdminAddr is the bound admin address.
+func (d *Daemon) AdminAddr() net.Addr { return d.adminAddr }
+
+// ready is /readyz: the store takes a write and the webhook listener is
+// bound. A rejected API key is not a readiness problem (webhooks are still
+// recorded); it shows in the metrics and logs.
+func (d *Daemon) ready() error {
+	if !d.listening.Load() {
+		return errors.New("webhook listener not serving")
+	}
+	if err := d.store.Ping(); err != nil {
+		return fmt.Errorf("store not writable: %w", err)
+	}
 	return nil
 }
 
@@ -138,6 +187,7 @@ func (d *Daemon) Batch(id string) (*store.Batch, error) { return d.store.Get(id)
 func (d *Daemon) Stop(ctx context.Context) error {
 	d.stopOnce.Do(func() {
 		var errs []error
+		d.listening.Store(false)
 		if d.recv != nil && d.addr != nil {
 			sctx, cancel := context.WithTimeout(ctx, ShutdownTimeout)
 			errs = append(errs, d.recv.Shutdown(sctx))
@@ -146,6 +196,11 @@ func (d *Daemon) Stop(ctx context.Context) error {
 		if d.cancel != nil {
 			d.cancel()
 			errs = append(errs, <-d.fetchErr)
+		}
+		if d.admin != nil && d.adminAddr != nil {
+			sctx, cancel := context.WithTimeout(ctx, ShutdownTimeout)
+			errs = append(errs, d.admin.Shutdown(sctx))
+			cancel()
 		}
 		if d.store != nil {
 			errs = append(errs, d.store.Close())

@@ -19,6 +19,7 @@ func testConfig(t *testing.T, dir string) (config.Config, net.Listener, *lookups
 	t.Helper()
 	cfg := config.Defaults()
 	cfg.DataDir = dir
+	cfg.AdminAddr = "127.0.0.1:0"
 	cfg.ExportDir = filepath.Join(dir, "exports")
 	cfg.SigningSecret, cfg.APIKey = config.Secret("s"), config.Secret("k")
 	cfg.BackoffBase = 20 * time.Millisecond

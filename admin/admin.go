@@ -1,0 +1,179 @@
+// Package admin is batchhook's operator edge: health and readiness probes,
+// Prometheus metrics, and a JSON API to list and inspect batches and
+// quarantine entries and to refetch a batch. It listens apart from the
+// public webhook (BATCHHOOK_ADMIN_ADDR, loopback by default).
+//
+// No route returns result items or secrets. With a token configured every
+// route except /healthz and /readyz needs "Authorization: Bearer <token>"
+// (probes cannot send secrets; Prometheus scrapes with a bearer token).
+package admin
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/rs/zerolog"
+
+	"github.com/batchhook/batchhook/store"
+)
+
+// Store is what the admin API reads and changes. Errors are the store's:
+// store.ErrNotFound (404), store.ErrState (409), store.ErrBadCursor (400).
+type Store interface {
+	Get(id string) (*store.Batch, error)
+	List(state store.State, limit int, cursor string) ([]store.Batch, string, error)
+	Refetch(id string, now time.Time) (*store.Batch, error)
+	ListQuarantined(limit int, cursor string) ([]store.Quarantined, string, error)
+	GetQuarantined(id string) (*store.Quarantined, error)
+}
+
+var _ Store = (*store.Store)(nil)
+
+// Options configures the admin server.
+type Options struct {
+	Store Store
+	// Token returns the current admin token; empty means no token needed.
+	Token func() []byte
+	// Metrics serves /metrics.
+	Metrics http.Handler
+	// Ready returns nil when the daemon is ready, else the reason.
+	Ready  func() error
+	Logger zerolog.Logger
+	Now    func() time.Time
+}
+
+// Server is the admin HTTP server.
+type Server struct {
+	o    Options
+	echo *echo.Echo
+	http *http.Server
+	done chan error
+}
+
+// New builds the server; Serve starts it.
+func New(o Options) (*Server, error) {
+	if o.Store == nil || o.Metrics == nil || o.Ready == nil || o.Token == nil {
+		return nil, errors.New("admin: Store, Metrics, Ready and Token are required")
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	s := &Server{o: o}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	g := e.Group("", s.auth)
+	g.GET("/metrics", echo.WrapHandler(o.Metrics))
+	g.GET("/admin/batches", s.listBatches)
+	g.GET("/admin/batches/:id", s.showBatch)
+	g.POST("/admin/batches/:id/refetch", s.refetch)
+	g.GET("/admin/quarantine", s.listQuarantine)
+	g.GET("/admin/quarantine/:id", s.showQuarantine)
+	s.echo = e
+	s.http = &http.Server{Handler: e, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10}
+	return s, nil
+}
+
+// Handler returns the HTTP handler, for tests.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// Serve serves on ln in the background until Shutdown.
+func (s *Server) Serve(ln net.Listener) {
+	s.done = make(chan error, 1)
+	go func() {
+		err := s.http.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		s.done <- err
+	}()
+}
+
+// Shutdown stops the server, waiting for requests until ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.http.Shutdown(ctx)
+	if err != nil {
+		s.http.Close()
+	}
+	if s.done != nil {
+		if serr := <-s.done; serr != nil && err == nil {
+			err = serr
+		}
+		s.done = nil
+	}
+	if err != nil {
+		return fmt.Errorf("shut down admin listener: %w", err)
+	}
+	return nil
+}
+
+// auth requires the bearer token when one is configured, compared in
+// constant time.
+func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		token := s.o.Token()
+		if len(token) == 0 {
+			return next(c)
+		}
+		got, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), token) != 1 {
+			s.o.Logger.Warn().Str("event", "admin_unauthorized").Str("remote_addr", c.Request().RemoteAddr).
+				Str("path", c.Request().URL.Path).Msg("admin request without a valid token")
+			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="batchhook"`)
+			return fail(c, http.StatusUnauthorized, "unauthorized")
+		}
+		return next(c)
+	}
+}
+
+func (s *Server) healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(c echo.Context) error {
+	if err := s.o.Ready(); err != nil {
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "not_ready", "reason": err.Error()})
+	}
+	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+}
+
+func fail(c echo.Context, code int, reason string) error {
+	return c.JSON(code, map[string]string{"error": reason})
+}
+
+// storeError maps the store's errors to statuses, in one place.
+func storeError(c echo.Context, err error) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return fail(c, http.StatusNotFound, "not_found")
+	case errors.Is(err, store.ErrState):
+		return fail(c, http.StatusConflict, err.Error())
+	case errors.Is(err, store.ErrBadCursor):
+		return fail(c, http.StatusBadRequest, "bad_cursor")
+	default:
+		return fail(c, http.StatusInternalServerError, "store_error")
+	}
+}
+
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	code, reason := http.StatusInternalServerError, "internal_error"
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		code = he.Code
+		reason = strings.ToLower(strings.ReplaceAll(http.StatusText(code), " ", "_"))
+	}
+	_ = fail(c, code, reason)
+}

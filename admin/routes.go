@@ -1,0 +1,148 @@
+package admin
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/batchhook/batchhook/store"
+)
+
+// BatchView is a batch record as the admin API shows it: everything an
+// operator needs to understand one batch, and no result item.
+type BatchView struct {
+	ID             string     `json:"id"`
+	State          string     `json:"state"`
+	Status         string     `json:"status"`
+	Source         string     `json:"source"`
+	TotalRequested *int64     `json:"total_requested"`
+	TotalFound     *int64     `json:"total_found"`
+	TotalNotFound  *int64     `json:"total_not_found"`
+	CompletedAt    *time.Time `json:"completed_at"`
+	ReceivedAt     time.Time  `json:"received_at"`
+	Attempt        int        `json:"delivery_attempt"`
+	Flags          []string   `json:"flags,omitempty"`
+	Pages          int64      `json:"pages"`
+	Items          int64      `json:"items"`
+	Cursor         string     `json:"cursor,omitempty"`
+	CheckpointDone bool       `json:"checkpoint_done"`
+	FetchAttempts  int        `json:"fetch_attempts"`
+	NextAttemptAt  *time.Time `json:"next_attempt_at,omitempty"`
+	LastError      string     `json:"last_error,omitempty"`
+	ErrorKind      string     `json:"error_kind,omitempty"`
+	ExportPath     string     `json:"export_path,omitempty"`
+	Refetch        bool       `json:"refetch,omitempty"`
+	UpdatedAt      time.Time  `json:"updated_at"`
+	FinishedAt     *time.Time `json:"finished_at,omitempty"`
+}
+
+func viewOf(b *store.Batch) BatchView {
+	n := b.Notification
+	v := BatchView{
+		ID: b.ID, State: string(b.State), Status: n.Status, Source: n.Source,
+		TotalRequested: n.TotalRequested, TotalFound: n.TotalFound, TotalNotFound: n.TotalNotFound,
+		CompletedAt: n.CompletedAt, ReceivedAt: n.ReceivedAt, Attempt: n.Attempt, Flags: n.Flags,
+		Pages: b.Checkpoint.Pages, Items: b.Checkpoint.Items, Cursor: b.Checkpoint.Cursor,
+		CheckpointDone: b.Checkpoint.Done, FetchAttempts: b.FetchAttempts, LastError: b.LastError,
+		ErrorKind: b.ErrorKind, ExportPath: b.ExportPath, Refetch: b.Refetch, UpdatedAt: b.UpdatedAt,
+	}
+	if b.State == store.StateQueued && !b.NextAttemptAt.IsZero() {
+		t := b.NextAttemptAt
+		v.NextAttemptAt = &t
+	}
+	if !b.FinishedAt.IsZero() {
+		t := b.FinishedAt
+		v.FinishedAt = &t
+	}
+	return v
+}
+
+type listReply[T any] struct {
+	Items      []T    `json:"items"`
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// limitParam reads ?limit= (default 50, 1 to 1000).
+func limitParam(c echo.Context) (int, bool) {
+	v := c.QueryParam("limit")
+	if v == "" {
+		return 50, true
+	}
+	n, err := strconv.Atoi(v)
+	return n, err == nil && n >= 1 && n <= 1000
+}
+
+func (s *Server) listBatches(c echo.Context) error {
+	limit, ok := limitParam(c)
+	if !ok {
+		return fail(c, http.StatusBadRequest, "limit must be 1 to 1000")
+	}
+	state := store.State(c.QueryParam("state"))
+	switch state {
+	case "", store.StateQueued, store.StateFetching, store.StateExported, store.StateAbandoned:
+	default:
+		return fail(c, http.StatusBadRequest, "state must be queued, fetching, exported or abandoned")
+	}
+	batches, next, err := s.o.Store.List(state, limit, c.QueryParam("cursor"))
+	if err != nil {
+		return storeError(c, err)
+	}
+	out := listReply[BatchView]{Items: make([]BatchView, 0, len(batches)), NextCursor: next}
+	for i := range batches {
+		out.Items = append(out.Items, viewOf(&batches[i]))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) showBatch(c echo.Context) error {
+	b, err := s.o.Store.Get(c.Param("id"))
+	if err != nil {
+		return storeError(c, err)
+	}
+	return c.JSON(http.StatusOK, viewOf(b))
+}
+
+func (s *Server) refetch(c echo.Context) error {
+	b, err := s.o.Store.Refetch(c.Param("id"), s.o.Now().UTC())
+	if err != nil {
+		return storeError(c, err)
+	}
+	s.o.Logger.Info().Str("event", "refetch_requested").Str("batch_id", b.ID).Msg("batch queued for refetch")
+	return c.JSON(http.StatusAccepted, viewOf(b))
+}
+
+// QuarantineView is a quarantine entry; Body is the raw signed body, which
+// carries counters, never result items.
+type QuarantineView struct {
+	ID         string    `json:"id"`
+	Reason     string    `json:"reason"`
+	Attempt    int       `json:"delivery_attempt"`
+	ReceivedAt time.Time `json:"received_at"`
+	Body       string    `json:"body,omitempty"`
+}
+
+func (s *Server) listQuarantine(c echo.Context) error {
+	limit, ok := limitParam(c)
+	if !ok {
+		return fail(c, http.StatusBadRequest, "limit must be 1 to 1000")
+	}
+	entries, next, err := s.o.Store.ListQuarantined(limit, c.QueryParam("cursor"))
+	if err != nil {
+		return storeError(c, err)
+	}
+	out := listReply[QuarantineView]{Items: make([]QuarantineView, 0, len(entries)), NextCursor: next}
+	for _, q := range entries {
+		out.Items = append(out.Items, QuarantineView{ID: q.ID, Reason: q.Reason, Attempt: q.Attempt, ReceivedAt: q.ReceivedAt})
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) showQuarantine(c echo.Context) error {
+	q, err := s.o.Store.GetQuarantined(c.Param("id"))
+	if err != nil {
+		return storeError(c, err)
+	}
+	return c.JSON(http.StatusOK, QuarantineView{ID: q.ID, Reason: q.Reason, Attempt: q.Attempt, ReceivedAt: q.ReceivedAt, Body: string(q.Raw)})
+}

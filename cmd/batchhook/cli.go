@@ -1,0 +1,343 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/batchhook/batchhook/config"
+)
+
+// adminClient talks to the daemon's admin API.
+type adminClient struct {
+	base  string
+	token config.Secret
+	http  *http.Client
+}
+
+// commonFlags adds --admin and --json to fs and returns a constructor for
+// the client once fs is parsed.
+func commonFlags(fs *flag.FlagSet) (asJSON *bool, client func() (*adminClient, error)) {
+	admin := fs.String("admin", "", "admin API URL (default $BATCHHOOK_ADMIN_URL or "+config.DefaultAdminURL+")")
+	asJSON = fs.Bool("json", false, "print JSON instead of a table")
+	return asJSON, func() (*adminClient, error) {
+		env, err := config.LoadClient()
+		if err != nil {
+			return nil, err
+		}
+		base := env.AdminURL
+		if *admin != "" {
+			base = *admin
+		}
+		return &adminClient{base: strings.TrimRight(base, "/"), token: env.Token, http: &http.Client{Timeout: 15 * time.Second}}, nil
+	}
+}
+
+// apiError is a non-2xx reply of the admin API.
+type apiError struct {
+	status int
+	reason string
+}
+
+func (e *apiError) Error() string { return fmt.Sprintf("admin API: HTTP %d: %s", e.status, e.reason) }
+
+// do sends a request and returns the body of a 2xx reply.
+func (c *adminClient) do(ctx context.Context, method, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
+	}
+	if len(c.token) > 0 {
+		req.Header.Set("Authorization", "Bearer "+string(c.token))
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reach the admin API at %s (is batchhook running? see --admin): %w", c.base, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return nil, fmt.Errorf("read admin API reply: %w", err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var e struct {
+			Error string `json:"error"`
+		}
+		_ = json.Unmarshal(body, &e)
+		if e.Error == "" {
+			e.Error = http.StatusText(resp.StatusCode)
+		}
+		return nil, &apiError{resp.StatusCode, e.Error}
+	}
+	return body, nil
+}
+
+func printJSON(w io.Writer, raw []byte) error {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return fmt.Errorf("admin API returned invalid JSON: %w", err)
+	}
+	buf.WriteByte('\n')
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+type batchRow struct {
+	ID            string     `json:"id"`
+	State         string     `json:"state"`
+	Status        string     `json:"status"`
+	Source        string     `json:"source"`
+	Pages         int64      `json:"pages"`
+	Items         int64      `json:"items"`
+	ReceivedAt    time.Time  `json:"received_at"`
+	FetchAttempts int        `json:"fetch_attempts"`
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+	LastError     string     `json:"last_error"`
+	ErrorKind     string     `json:"error_kind"`
+	ExportPath    string     `json:"export_path"`
+	Attempt       int        `json:"delivery_attempt"`
+	Flags         []string   `json:"flags"`
+	Refetch       bool       `json:"refetch"`
+}
+
+const batchesUsage = `Usage:
+  batchhook batches list [--state S] [--limit N] [--cursor C] [--json] [--admin URL]
+  batchhook batches show ID [--json] [--admin URL]
+  batchhook batches refetch ID [--json] [--admin URL]
+
+Talks to the running daemon's admin API. Environment: BATCHHOOK_ADMIN_URL
+(default http://127.0.0.1:9090), BATCHHOOK_ADMIN_TOKEN or
+BATCHHOOK_ADMIN_TOKEN_FILE.
+`
+
+func batches(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, batchesUsage)
+		return 2
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, batchesUsage)
+		return 0
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet("batches "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, batchesUsage); fs.PrintDefaults() }
+	asJSON, client := commonFlags(fs)
+	state := fs.String("state", "", "only batches in this state (queued, fetching, exported, abandoned)")
+	limit := fs.Int("limit", 50, "batches per page (1 to 1000)")
+	cursor := fs.String("cursor", "", "next_cursor of a previous page")
+	pos, err := parseArgs(fs, args[1:])
+	if err != nil {
+		return 2
+	}
+	c, err := client()
+	if err != nil {
+		fmt.Fprintf(stderr, "batchhook batches: %v\n", err)
+		return 2
+	}
+	var raw []byte
+	switch {
+	case sub == "list" && len(pos) == 0:
+		q := url.Values{"limit": {fmt.Sprint(*limit)}}
+		if *state != "" {
+			q.Set("state", *state)
+		}
+		if *cursor != "" {
+			q.Set("cursor", *cursor)
+		}
+		raw, err = c.do(ctx, http.MethodGet, "/admin/batches?"+q.Encode())
+	case sub == "show" && len(pos) == 1:
+		raw, err = c.do(ctx, http.MethodGet, "/admin/batches/"+url.PathEscape(pos[0]))
+	case sub == "refetch" && len(pos) == 1:
+		raw, err = c.do(ctx, http.MethodPost, "/admin/batches/"+url.PathEscape(pos[0])+"/refetch")
+	default:
+		fmt.Fprintf(stderr, "batchhook batches: bad arguments\n%s", batchesUsage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "batchhook batches %s: %v\n", sub, explain(err))
+		return 1
+	}
+	if *asJSON {
+		return exitOf(printJSON(stdout, raw), stderr)
+	}
+	if sub == "list" {
+		var page struct {
+			Items      []batchRow `json:"items"`
+			NextCursor string     `json:"next_cursor"`
+		}
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return exitOf(fmt.Errorf("decode reply: %w", err), stderr)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 2, 2, ' ', 0)
+		fmt.Fprintln(tw, "BATCH\tSTATE\tSTATUS\tPAGES\tITEMS\tRECEIVED\tLAST ERROR")
+		for _, b := range page.Items {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", b.ID, b.State, b.Status, b.Pages, b.Items,
+				b.ReceivedAt.UTC().Format(time.RFC3339), oneLine(b.LastError, 60))
+		}
+		tw.Flush()
+		if page.NextCursor != "" {
+			fmt.Fprintf(stdout, "more: --cursor %s\n", page.NextCursor)
+		}
+		return 0
+	}
+	var b batchRow
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return exitOf(fmt.Errorf("decode reply: %w", err), stderr)
+	}
+	if sub == "refetch" {
+		fmt.Fprintf(stdout, "batch %s queued for refetch; its export will be replaced\n", b.ID)
+		return 0
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 2, 2, ' ', 0)
+	rows := [][2]string{
+		{"batch", b.ID}, {"state", b.State}, {"status", b.Status}, {"source", b.Source},
+		{"received", b.ReceivedAt.UTC().Format(time.RFC3339)}, {"delivery attempt", fmt.Sprint(b.Attempt)},
+		{"pages", fmt.Sprint(b.Pages)}, {"items", fmt.Sprint(b.Items)}, {"fetch attempts", fmt.Sprint(b.FetchAttempts)},
+	}
+	if b.NextAttemptAt != nil {
+		rows = append(rows, [2]string{"next attempt", b.NextAttemptAt.UTC().Format(time.RFC3339)})
+	}
+	for _, r := range [][2]string{{"last error", b.LastError}, {"error kind", b.ErrorKind}, {"export", b.ExportPath}, {"flags", strings.Join(b.Flags, "; ")}} {
+		if r[1] != "" {
+			rows = append(rows, r)
+		}
+	}
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])
+	}
+	tw.Flush()
+	return 0
+}
+
+const quarantineUsage = `Usage:
+  batchhook quarantine list [--limit N] [--cursor C] [--json] [--admin URL]
+  batchhook quarantine show ID [--json] [--admin URL]
+
+Signed deliveries that failed validation (400), with the reason. Same
+environment as "batchhook batches".
+`
+
+func quarantine(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, quarantineUsage)
+		return 2
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, quarantineUsage)
+		return 0
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet("quarantine "+sub, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, quarantineUsage); fs.PrintDefaults() }
+	asJSON, client := commonFlags(fs)
+	limit := fs.Int("limit", 50, "entries per page (1 to 1000)")
+	cursor := fs.String("cursor", "", "next_cursor of a previous page")
+	pos, err := parseArgs(fs, args[1:])
+	if err != nil {
+		return 2
+	}
+	c, err := client()
+	if err != nil {
+		fmt.Fprintf(stderr, "batchhook quarantine: %v\n", err)
+		return 2
+	}
+	var raw []byte
+	switch {
+	case sub == "list" && len(pos) == 0:
+		q := url.Values{"limit": {fmt.Sprint(*limit)}}
+		if *cursor != "" {
+			q.Set("cursor", *cursor)
+		}
+		raw, err = c.do(ctx, http.MethodGet, "/admin/quarantine?"+q.Encode())
+	case sub == "show" && len(pos) == 1:
+		raw, err = c.do(ctx, http.MethodGet, "/admin/quarantine/"+url.PathEscape(pos[0]))
+	default:
+		fmt.Fprintf(stderr, "batchhook quarantine: bad arguments\n%s", quarantineUsage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "batchhook quarantine %s: %v\n", sub, explain(err))
+		return 1
+	}
+	if *asJSON {
+		return exitOf(printJSON(stdout, raw), stderr)
+	}
+	type entry struct {
+		ID         string    `json:"id"`
+		Reason     string    `json:"reason"`
+		Attempt    int       `json:"delivery_attempt"`
+		ReceivedAt time.Time `json:"received_at"`
+		Body       string    `json:"body"`
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 2, 2, ' ', 0)
+	if sub == "show" {
+		var e entry
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return exitOf(fmt.Errorf("decode reply: %w", err), stderr)
+		}
+		fmt.Fprintf(tw, "id:\t%s\nreason:\t%s\nreceived:\t%s\ndelivery attempt:\t%d\nbody:\t%s\n", e.ID, e.Reason,
+			e.ReceivedAt.UTC().Format(time.RFC3339), e.Attempt, e.Body)
+		tw.Flush()
+		return 0
+	}
+	var page struct {
+		Items      []entry `json:"items"`
+		NextCursor string  `json:"next_cursor"`
+	}
+	if err := json.Unmarshal(raw, &page); err != nil {
+		return exitOf(fmt.Errorf("decode reply: %w", err), stderr)
+	}
+	fmt.Fprintln(tw, "ID\tRECEIVED\tREASON")
+	for _, e := range page.Items {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", e.ID, e.ReceivedAt.UTC().Format(time.RFC3339), oneLine(e.Reason, 80))
+	}
+	tw.Flush()
+	if page.NextCursor != "" {
+		fmt.Fprintf(stdout, "more: --cursor %s\n", page.NextCursor)
+	}
+	return 0
+}
+
+// explain adds what to do to the common admin API errors.
+func explain(err error) error {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		switch ae.status {
+		case http.StatusUnauthorized:
+			return fmt.Errorf("%w (set BATCHHOOK_ADMIN_TOKEN or BATCHHOOK_ADMIN_TOKEN_FILE)", err)
+		case http.StatusNotFound:
+			return fmt.Errorf("%w (no such batch or entry)", err)
+		case http.StatusConflict:
+			return fmt.Errorf("%w (wait until the batch is exported or abandoned)", err)
+		}
+	}
+	return err
+}
+
+func exitOf(err error, stderr io.Writer) int {
+	if err != nil {
+		fmt.Fprintf(stderr, "batchhook: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func oneLine(s string, max int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > max {
+		return s[:max] + "..."
+	}
+	return s
+}

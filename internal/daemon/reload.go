@@ -1,0 +1,74 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/batchhook/batchhook/config"
+	"github.com/batchhook/batchhook/fetcher"
+)
+
+// Reload re-reads the secret files (SIGHUP). Each secret configured through
+// a _FILE variable is read again; all are checked before any is swapped,
+// so a reload that fails (a file missing or empty) keeps every old value.
+// A new signing secret applies to the next request: the provider switches
+// at once and there is no window where both are accepted. Batches waiting
+// out a 401/403 backoff are retried at once.
+func (d *Daemon) Reload() error {
+	d.reloadMu.Lock()
+	defer d.reloadMu.Unlock()
+	log := d.log.With().Str("component", "daemon").Logger()
+	type swap struct {
+		name string
+		ptr  interface {
+			Load() *config.Secret
+			Store(*config.Secret)
+		}
+		next config.Secret
+	}
+	var swaps []swap
+	for _, s := range []struct {
+		name, file string
+		ptr        interface {
+			Load() *config.Secret
+			Store(*config.Secret)
+		}
+	}{
+		{"SIGNING_SECRET", d.cfg.SigningSecretFile, &d.secret},
+		{"API_KEY", d.cfg.APIKeyFile, &d.apiKey},
+		{"ADMIN_TOKEN", d.cfg.AdminTokenFile, &d.adminToken},
+	} {
+		if s.file == "" {
+			continue
+		}
+		next, err := config.ReadSecretFile(s.file)
+		if err != nil {
+			err = fmt.Errorf("%s: %w", config.Var(s.name+"_FILE"), err)
+			log.Error().Str("event", "secret_reload_failed").Err(err).Msg("reload failed; every old value is kept")
+			d.metrics.SecretsReloaded(false)
+			return err
+		}
+		swaps = append(swaps, swap{s.name, s.ptr, next})
+	}
+	if len(swaps) == 0 {
+		err := errors.New("no secret is configured through a _FILE variable; nothing to reload")
+		log.Warn().Str("event", "secret_reload_failed").Err(err).Msg("reload did nothing")
+		d.metrics.SecretsReloaded(false)
+		return err
+	}
+	for _, s := range swaps {
+		old := s.ptr.Load().Fingerprint()
+		s.ptr.Store(&s.next)
+		log.Info().Str("event", "secret_reloaded").Str("secret", s.name).Str("old_fingerprint", old).
+			Str("new_fingerprint", s.next.Fingerprint()).Bool("changed", old != s.next.Fingerprint()).
+			Msg("secret reloaded")
+	}
+	d.metrics.SecretsReloaded(true)
+	if n, err := d.store.RetryNow(string(fetcher.KindAuth), time.Now()); err != nil {
+		log.Error().Str("event", "auth_retry_failed").Err(err).Msg("could not clear the API key backoff")
+	} else if n > 0 {
+		log.Info().Str("event", "auth_backoff_cleared").Int("batches", n).Msg("batches waiting on a rejected API key retry now")
+	}
+	return nil
+}
