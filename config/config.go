@@ -118,8 +118,13 @@ func (c *Config) Validate() error {
 	if len(c.APIKey) == 0 {
 		return fmt.Errorf("%s or %s: required, and must not be empty", Var("API_KEY"), Var("API_KEY_FILE"))
 	}
-	if _, _, err := net.SplitHostPort(c.AdminAddr); err != nil {
+	adminHost, _, err := net.SplitHostPort(c.AdminAddr)
+	if err != nil {
 		return fmt.Errorf("%s: %q is not host:port: %w", Var("ADMIN_ADDR"), c.AdminAddr, err)
+	}
+	if !loopback(adminHost) && len(c.AdminToken) == 0 {
+		return fmt.Errorf("%s or %s: required when %s (%s) is not a loopback address",
+			Var("ADMIN_TOKEN"), Var("ADMIN_TOKEN_FILE"), Var("ADMIN_ADDR"), c.AdminAddr)
 	}
 	if err := validateBaseURL(c.APIBaseURL); err != nil {
 		return fmt.Errorf("%s: %w", Var("API_BASE_URL"), err)
@@ -151,6 +156,15 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// loopback reports whether host only accepts connections from this machine.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 var validLevels = map[string]bool{"trace": true, "debug": true, "info": true, "warn": true, "error": true}

@@ -119,7 +119,7 @@ func TestLoadReadsEveryVariableUnderItsPrefixedName(t *testing.T) {
 		{"MAX_PAGE_BYTES", "1048576", "MaxPageBytes", int64(1048576)},
 		{"LOG_LEVEL", "debug", "LogLevel", "debug"},
 		{"LOG_FORMAT", "console", "LogFormat", "console"},
-		{"ADMIN_ADDR", "0.0.0.0:9191", "AdminAddr", "0.0.0.0:9191"},
+		{"ADMIN_ADDR", "127.0.0.2:9191", "AdminAddr", "127.0.0.2:9191"},
 		{"ADMIN_TOKEN", "tok en", "AdminToken", config.Secret("tok en")},
 	}
 	for _, tt := range tests {
@@ -549,5 +549,24 @@ func TestAdminTokenRules(t *testing.T) {
 	c, err := config.Load()
 	if err != nil || string(c.AdminToken) != "file-token" {
 		t.Fatalf("token from file = %q, %v", c.AdminToken, err)
+	}
+}
+
+func TestAdminOffLoopbackNeedsAToken(t *testing.T) {
+	requiredEnv(t)
+	t.Setenv("BATCHHOOK_ADMIN_ADDR", "0.0.0.0:9090")
+	if _, err := config.Load(); err == nil || !strings.Contains(err.Error(), "BATCHHOOK_ADMIN_TOKEN") {
+		t.Fatalf("admin on 0.0.0.0 without a token: %v, want an error naming BATCHHOOK_ADMIN_TOKEN", err)
+	}
+	t.Setenv("BATCHHOOK_ADMIN_TOKEN", "t")
+	if _, err := config.Load(); err != nil {
+		t.Fatalf("admin on 0.0.0.0 with a token: %v", err)
+	}
+	for _, addr := range []string{"127.0.0.1:0", "[::1]:9090", "localhost:9090"} {
+		os.Unsetenv("BATCHHOOK_ADMIN_TOKEN")
+		t.Setenv("BATCHHOOK_ADMIN_ADDR", addr)
+		if _, err := config.Load(); err != nil {
+			t.Fatalf("admin on %s without a token: %v", addr, err)
+		}
 	}
 }
