@@ -185,3 +185,17 @@ func validateBaseURL(raw string) error {
 	}
 	return nil
 }
+
+// Variables returns the full name of every environment variable the daemon
+// reads, in declaration order: envconfig's own names for the plain
+// settings, plus the secrets, which are read here. Docs and deploy files
+// are checked against it.
+func Variables() []string {
+	var buf strings.Builder
+	_ = envconfig.Usagef(Prefix, &Config{}, &buf, "{{range .}}{{usage_key .}}\n{{end}}")
+	names := strings.Fields(buf.String())
+	for _, s := range []string{"SIGNING_SECRET", "API_KEY", "ADMIN_TOKEN"} {
+		names = append(names, Var(s))
+	}
+	return names
+}

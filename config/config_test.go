@@ -570,3 +570,18 @@ func TestAdminOffLoopbackNeedsAToken(t *testing.T) {
 		}
 	}
 }
+
+func TestVariablesListsEveryName(t *testing.T) {
+	got := map[string]bool{}
+	for _, v := range config.Variables() {
+		got[v] = true
+	}
+	for _, short := range shortNames {
+		if !got["BATCHHOOK_"+short] {
+			t.Errorf("Variables() lacks BATCHHOOK_%s", short)
+		}
+	}
+	if len(got) != len(shortNames) {
+		t.Errorf("Variables() has %d names, the config reads %d: %v", len(got), len(shortNames), config.Variables())
+	}
+}
