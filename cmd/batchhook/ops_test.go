@@ -6,7 +6,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -258,5 +260,36 @@ func TestHealthcheckCommand(t *testing.T) {
 	d.stop(t)
 	if err := exec.Command(binary, "healthcheck", "--admin", d.admin).Run(); err == nil {
 		t.Fatal("healthcheck succeeded with the daemon stopped")
+	}
+}
+
+func TestSecondSignalExitsAtOnce(t *testing.T) {
+	s := newSetup(t, lookupsim.Options{})
+	d := startDaemon(t, s.addr, s.env)
+	// A request whose body never completes keeps the graceful drain waiting
+	// (up to 10 s).
+	conn, err := net.Dial("tcp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{", e2ePath)
+	time.Sleep(100 * time.Millisecond)
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	waitFor(t, func() bool { return strings.Contains(d.out.String(), `"event":"stopping"`) })
+	start := time.Now()
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-d.done:
+		d.done <- err
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 130 {
+			t.Fatalf("exit after a second signal: %v, want code 130", err)
+		}
+		if time.Since(start) > 3*time.Second {
+			t.Fatalf("second signal took %s", time.Since(start))
+		}
+	case <-time.After(8 * time.Second):
+		t.Fatal("a second signal did not exit at once")
 	}
 }
