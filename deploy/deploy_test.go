@@ -3,6 +3,7 @@ package deploy
 import (
 	"bufio"
 	"bytes"
+	"debug/elf"
 	"errors"
 	"io"
 	"os"
@@ -275,5 +276,30 @@ func TestEnvExampleListsEveryVariable(t *testing.T) {
 		if seen[k] != want {
 			t.Errorf("%s=%q in the example, default is %q", k, seen[k], want)
 		}
+	}
+}
+
+// TestStaticBuild runs the Dockerfile's build command and checks that the
+// binary needs no dynamic loader (distroless/static has none).
+func TestStaticBuild(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "batchhook")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "../cmd/batchhook")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("static build: %v\n%s", err, out)
+	}
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Fatal("the binary asks for a dynamic loader")
+		}
+	}
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil || !strings.HasPrefix(string(out), "batchhook ") {
+		t.Fatalf("static binary: %q %v", out, err)
 	}
 }
