@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -18,6 +19,28 @@ import (
 
 	"github.com/batchhook/batchhook/config"
 )
+
+// staticBinary is built once, by the Dockerfile's command, for the tests
+// that need the real binary.
+var staticBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "batchhook-deploy-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	staticBinary = filepath.Join(dir, "batchhook")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", staticBinary, "../cmd/batchhook")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "static build (the Dockerfile's command): %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
 
 func read(t *testing.T, path string) string {
 	t.Helper()
@@ -131,11 +154,7 @@ func TestSystemdAnalyze(t *testing.T) {
 		t.Skip("systemd-analyze not installed")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "batchhook")
-	build := exec.Command("go", "build", "-o", bin, "../cmd/batchhook")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := staticBinary
 	unit := read(t, filepath.Join("systemd", "batchhook.service"))
 	unit = strings.ReplaceAll(unit, "/usr/local/bin/batchhook", bin)
 	unit = regexp.MustCompile(`(?m)^EnvironmentFile=.*$`).ReplaceAllString(unit, "EnvironmentFile=-"+filepath.Join(dir, "none.env"))
@@ -282,12 +301,7 @@ func TestEnvExampleListsEveryVariable(t *testing.T) {
 // TestStaticBuild runs the Dockerfile's build command and checks that the
 // binary needs no dynamic loader (distroless/static has none).
 func TestStaticBuild(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "batchhook")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "../cmd/batchhook")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("static build: %v\n%s", err, out)
-	}
+	bin := staticBinary
 	f, err := elf.Open(bin)
 	if err != nil {
 		t.Fatal(err)
