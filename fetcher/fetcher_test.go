@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -463,5 +464,27 @@ func TestRefetchAlreadyPublishedAfterTheRequestCompletes(t *testing.T) {
 	b, _ := r.store.Get("b1")
 	if b.State != store.StateExported || p.calls != calls {
 		t.Fatalf("state %s after %d more calls, want exported without fetching", b.State, p.calls-calls)
+	}
+}
+
+func TestRejectedKeyIsLoggedAsAnError(t *testing.T) {
+	p := &provider{n: 5, pageSize: 10, fail: func(int, int) int { return 401 }}
+	r := newRig(t, p, 1)
+	var logs bytes.Buffer
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	c, _ := fetcher.NewClient(fetcher.ClientOptions{BaseURL: srv.URL, APIKey: func() []byte { return []byte("k") },
+		Limit: 10, CursorParam: "cursor", MaxPageBytes: 1 << 20, Timeout: time.Second})
+	f, _ := fetcher.New(fetcher.Options{Queue: r.store, Sink: r.sink, Pager: c, Logger: zerolog.New(&logs), Workers: 1,
+		Retention: time.Hour, BackoffBase: time.Second, BackoffMax: time.Minute, Now: func() time.Time { return t0 }})
+	r.record(t, "b1", t0)
+	if ok, err := f.RunOnce(context.Background()); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if !strings.Contains(logs.String(), `"level":"error"`) || !strings.Contains(logs.String(), `"event":"api_key_rejected"`) {
+		t.Fatalf("a 401 is not logged as api_key_rejected at error level:\n%s", logs.String())
+	}
+	if strings.Contains(logs.String(), `"k"`) {
+		t.Fatal("the API key reached the log")
 	}
 }

@@ -3,6 +3,8 @@ package receiver
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -327,9 +329,13 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 	defer conn2.Close()
 	fmt.Fprintf(conn2, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{", testPath)
 	conn2.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start = time.Now()
 	resp, _ := io.ReadAll(conn2)
 	if bytes.Contains(resp, []byte("200 OK")) {
 		t.Fatalf("a truncated body was acknowledged: %q", resp)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("a stalled body held the connection for %s; the read timeout is 400ms", took)
 	}
 
 	// Oversized headers: 431.
@@ -369,5 +375,106 @@ func TestOutcomesAreCountedAndRejectionLogsSampled(t *testing.T) {
 	lines := strings.Count(e.logs.String(), `"event":"webhook_rejected"`)
 	if lines == 0 || lines > 20 {
 		t.Fatalf("%d rejection lines for 100 forged requests, want a sample (1..20)", lines)
+	}
+}
+
+type failingKnown struct{ *store.Store }
+
+func (failingKnown) Known(string) (bool, error) { return false, errors.New("read failed") }
+
+type failingQuarantine struct{ *store.Store }
+
+func (failingQuarantine) Quarantine(store.Quarantined) error { return errors.New("disk full") }
+
+type failingAudit struct{ *store.Store }
+
+func (failingAudit) Audit(store.AuditEvent) error { return errors.New("disk full") }
+
+// Every storage failure is a 503, never a 2xx or a 400 that the provider
+// would not retry.
+func TestEveryStorageFailureIs503(t *testing.T) {
+	st, err := store.Open(t.TempDir(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cases := []struct {
+		name string
+		rec  Recorder
+		body []byte
+	}{
+		{"lookup", failingKnown{st}, body("b_k", "completed")},
+		{"quarantine", failingQuarantine{st}, body("b_q", "bogus")},
+		{"audit", failingAudit{st}, []byte(`{"event":"batch.started","batch_id":"b_a"}`)},
+	}
+	for _, c := range cases {
+		e := start(t, c.rec)
+		if r := e.post(t, testPath, c.body, signed(c.body)); r.code != 503 {
+			t.Errorf("%s failure: %d %v, want 503", c.name, r.code, r.body)
+		}
+	}
+}
+
+func TestAuditKeepsTheRawBody(t *testing.T) {
+	e := start(t, nil)
+	b := []byte(`{"event":"batch.started","batch_id":"b_audit","extra":"kept"}`)
+	if r := e.post(t, testPath, b, signed(b)); r.code != 200 || r.body["result"] != "ignored" {
+		t.Fatalf("other event: %d %v", r.code, r.body)
+	}
+	sum := sha256.Sum256(b)
+	got, err := e.store.GetAudit(hex.EncodeToString(sum[:]))
+	if err != nil || !bytes.Equal(got.Raw, b) || got.Event != "batch.started" || got.BatchID != "b_audit" {
+		t.Fatalf("audit entry = %+v, %v", got, err)
+	}
+}
+
+func TestRejectionLogCarriesTheAttempt(t *testing.T) {
+	e := start(t, nil)
+	b := body("b_att", "completed")
+	e.post(t, testPath, b, map[string]string{signature.Header: "bad", "X-Service-Attempt": "3"})
+	if !strings.Contains(e.logs.String(), `"attempt":3`) {
+		t.Fatalf("rejection line lacks the attempt:\n%s", e.logs.String())
+	}
+}
+
+func TestBodyCapBoundaryAndIdentityEncoding(t *testing.T) {
+	e := start(t, nil) // MaxBodyBytes 4096
+	pad := func(id string, size int) []byte {
+		b := body(id, "completed")
+		b = append(b[:len(b)-1], []byte(`,"pad":"`)...)
+		b = append(b, bytes.Repeat([]byte("x"), size-len(b)-2)...)
+		return append(b, '"', '}')
+	}
+	exact, over := pad("b_exact", 4096), pad("b_over", 4097)
+	if len(exact) != 4096 || len(over) != 4097 {
+		t.Fatalf("padding: %d %d", len(exact), len(over))
+	}
+	if r := e.post(t, testPath, exact, signed(exact)); r.code != 200 {
+		t.Errorf("body of exactly MaxBodyBytes: %d, want 200", r.code)
+	}
+	if r := e.post(t, testPath, over, signed(over)); r.code != 413 {
+		t.Errorf("body of MaxBodyBytes+1: %d, want 413", r.code)
+	}
+	b := body("b_identity", "completed")
+	h := signed(b)
+	h["Content-Encoding"] = "identity"
+	if r := e.post(t, testPath, b, h); r.code != 200 {
+		t.Errorf("Content-Encoding identity: %d, want 200", r.code)
+	}
+}
+
+func TestDefaultLimitsAreSet(t *testing.T) {
+	l := DefaultLimits()
+	for name, d := range map[string]time.Duration{"ReadHeaderTimeout": l.ReadHeaderTimeout, "ReadTimeout": l.ReadTimeout,
+		"WriteTimeout": l.WriteTimeout, "IdleTimeout": l.IdleTimeout} {
+		if d <= 0 || d > time.Minute {
+			t.Errorf("%s = %s, want a deadline of at most a minute", name, d)
+		}
+	}
+	if l.ReadTimeout > 10*time.Second {
+		t.Errorf("ReadTimeout %s exceeds the provider's 10 s delivery timeout", l.ReadTimeout)
+	}
+	if l.MaxHeaderBytes <= 0 || l.MaxHeaderBytes > 64<<10 {
+		t.Errorf("MaxHeaderBytes = %d", l.MaxHeaderBytes)
 	}
 }

@@ -68,3 +68,26 @@ func TestREADMEDocumentsEveryLogEvent(t *testing.T) {
 		t.Fatalf("found only %d event names; the pattern no longer matches the code", found)
 	}
 }
+
+// TestCIRunsTheREADMETestCommand: .ci/run runs exactly the command README
+// gives newcomers.
+func TestCIRunsTheREADMETestCommand(t *testing.T) {
+	doc := readme(t)
+	m := regexp.MustCompile("(?s)## Test\\s+```sh\\n([^\\n]+)\\n```").FindStringSubmatch(doc)
+	if m == nil {
+		t.Fatal("README has no test command under \"## Test\"")
+	}
+	ci, err := os.ReadFile(filepath.Join("..", "..", ".ci", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, line := range strings.Split(string(ci), "\n") {
+		if strings.TrimSpace(line) == m[1] {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf(".ci/run does not run the README's test command %q", m[1])
+	}
+}
