@@ -293,3 +293,25 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 		t.Fatal("a second signal did not exit at once")
 	}
 }
+
+func TestSIGTERMDuringAFetchLeavesAResumableCheckpoint(t *testing.T) {
+	s := newSetup(t, lookupsim.Options{Faults: lookupsim.Faults{SlowPage: 80 * time.Millisecond}})
+	s.env["BATCHHOOK_PAGE_LIMIT"] = "25"
+	d := startDaemon(t, s.addr, s.env)
+	id, err := s.sim.Submit(lookupsim.SampleCPFs(500, 21))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return s.sim.Stats().PagesServed >= 5 })
+	d.stop(t) // SIGTERM; stop fails the test unless the exit code is 0
+	if _, err := os.Stat(filepath.Join(s.exports, id)); err == nil {
+		t.Fatal("exported before the stop; the test proves nothing")
+	}
+	d2 := startDaemon(t, s.addr, s.env)
+	s.waitExport(t, id, d2, 30*time.Second)
+	s.checkExport(t, id)
+	if served := s.sim.Stats().PagesServed; served > 20+1 {
+		t.Fatalf("%d pages served for a 20-page batch: the stop did not leave a checkpoint to resume from", served)
+	}
+	d2.stop(t)
+}
