@@ -317,3 +317,17 @@ func TestStaticBuild(t *testing.T) {
 		t.Fatalf("static binary: %q %v", out, err)
 	}
 }
+
+// TestKubernetesManifestsLint runs yamllint (strict default rules, with
+// longer lines and no document-start marker) where it is installed; .ci/run
+// installs it from Debian when it can.
+func TestKubernetesManifestsLint(t *testing.T) {
+	if _, err := exec.LookPath("yamllint"); err != nil {
+		t.Skip("yamllint not installed (apt-get install yamllint)")
+	}
+	conf := "{extends: default, rules: {line-length: {max: 120}, document-start: disable, comments: {min-spaces-from-content: 1}}}"
+	out, err := exec.Command("yamllint", "-s", "-d", conf, "kubernetes").CombinedOutput()
+	if err != nil {
+		t.Fatalf("yamllint: %v\n%s", err, out)
+	}
+}
