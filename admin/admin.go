@@ -12,7 +12,6 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
 
+	"github.com/batchhook/batchhook/internal/httpserver"
 	"github.com/batchhook/batchhook/store"
 )
 
@@ -53,8 +53,7 @@ type Options struct {
 type Server struct {
 	o    Options
 	echo *echo.Echo
-	http *http.Server
-	done chan error
+	srv  *httpserver.Server
 }
 
 // New builds the server; Serve starts it.
@@ -79,43 +78,21 @@ func New(o Options) (*Server, error) {
 	g.GET("/admin/quarantine", s.listQuarantine)
 	g.GET("/admin/quarantine/:id", s.showQuarantine)
 	s.echo = e
-	s.http = &http.Server{Handler: e, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10}
+	s.srv = httpserver.New("admin listener", &http.Server{Handler: e, ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10})
 	return s, nil
 }
 
 // Handler returns the HTTP handler, for tests.
 func (s *Server) Handler() http.Handler { return s.echo }
 
-// Serve serves on ln in the background until Shutdown.
-func (s *Server) Serve(ln net.Listener) {
-	s.done = make(chan error, 1)
-	go func() {
-		err := s.http.Serve(ln)
-		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
-		}
-		s.done <- err
-	}()
-}
+// Serve serves on ln in the background until Shutdown. The caller binds ln
+// (so "address in use" surfaces where it binds).
+func (s *Server) Serve(ln net.Listener) { s.srv.Serve(ln) }
 
-// Shutdown stops the server, waiting for requests until ctx ends.
-func (s *Server) Shutdown(ctx context.Context) error {
-	err := s.http.Shutdown(ctx)
-	if err != nil {
-		s.http.Close()
-	}
-	if s.done != nil {
-		if serr := <-s.done; serr != nil && err == nil {
-			err = serr
-		}
-		s.done = nil
-	}
-	if err != nil {
-		return fmt.Errorf("shut down admin listener: %w", err)
-	}
-	return nil
-}
+// Shutdown stops accepting, waits for in-flight requests until ctx ends,
+// then closes what remains. It is safe to call more than once.
+func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
 
 // auth requires the bearer token when one is configured, compared in
 // constant time.

@@ -19,6 +19,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
 
+	"github.com/batchhook/batchhook/internal/httpserver"
 	"github.com/batchhook/batchhook/store"
 )
 
@@ -98,8 +99,7 @@ type Server struct {
 	opts      Options
 	rejectLog zerolog.Logger
 	echo      *echo.Echo
-	http      *http.Server
-	done      chan error
+	srv       *httpserver.Server
 }
 
 // New checks opts and builds the server; it does not listen yet.
@@ -130,14 +130,14 @@ func New(opts Options) (*Server, error) {
 	e.HTTPErrorHandler = s.handleError
 	e.Any(opts.Path, s.handle)
 	s.echo = e
-	s.http = &http.Server{
+	s.srv = httpserver.New("webhook listener", &http.Server{
 		Handler:           e,
 		ReadHeaderTimeout: opts.Limits.ReadHeaderTimeout,
 		ReadTimeout:       opts.Limits.ReadTimeout,
 		WriteTimeout:      opts.Limits.WriteTimeout,
 		IdleTimeout:       opts.Limits.IdleTimeout,
 		MaxHeaderBytes:    opts.Limits.MaxHeaderBytes,
-	}
+	})
 	return s, nil
 }
 
@@ -146,35 +146,11 @@ func (s *Server) Handler() http.Handler { return s.echo }
 
 // Serve serves on ln in the background until Shutdown. The caller binds ln
 // (so "address in use" surfaces where it binds).
-func (s *Server) Serve(ln net.Listener) {
-	s.done = make(chan error, 1)
-	go func() {
-		err := s.http.Serve(ln)
-		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
-		}
-		s.done <- err
-	}()
-}
+func (s *Server) Serve(ln net.Listener) { s.srv.Serve(ln) }
 
 // Shutdown stops accepting, waits for in-flight requests until ctx ends,
 // then closes what remains. It is safe to call more than once.
-func (s *Server) Shutdown(ctx context.Context) error {
-	err := s.http.Shutdown(ctx)
-	if err != nil {
-		s.http.Close()
-	}
-	if s.done != nil {
-		if serr := <-s.done; serr != nil && err == nil {
-			err = serr
-		}
-		s.done = nil
-	}
-	if err != nil {
-		return fmt.Errorf("shut down webhook listener: %w", err)
-	}
-	return nil
-}
+func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
 
 // handleError turns routing errors (404, 405) into the JSON error shape.
 func (s *Server) handleError(err error, c echo.Context) {
