@@ -22,38 +22,27 @@ func (s *Store) Known(id string) (bool, error) {
 	return known, nil
 }
 
-// Record stores the first accepted batch.completed for n.BatchID and makes
-// the batch due at once, in one durable transaction. It returns false when
-// the batch was already recorded (a concurrent delivery won the race); the
-// stored record is then left as it was.
-func (s *Store) Record(n Notification) (created bool, err error) {
-	err = s.db.Update(func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketBatches).Get([]byte(n.BatchID)) != nil {
-			return nil
-		}
-		created = true
-		b := &Batch{
-			ID:           n.BatchID,
-			Notification: n,
-			CreatedAt:    n.ReceivedAt,
-			UpdatedAt:    n.ReceivedAt,
-		}
-		if err := setState(tx, b, StateQueued); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bucketCreated).Put(timeKey(b.CreatedAt, b.ID), nil); err != nil {
-			return err
-		}
-		if err := schedule(tx, b, n.ReceivedAt); err != nil {
-			return err
-		}
-		tx.OnCommit(s.notify)
-		return putBatch(tx, b)
-	})
-	if err != nil {
-		return false, fmt.Errorf("record batch %s: %w", n.BatchID, err)
+// recordTx adds the record of n unless one exists; it reports whether it did.
+func recordTx(tx *bolt.Tx, n Notification) (bool, error) {
+	if tx.Bucket(bucketBatches).Get([]byte(n.BatchID)) != nil {
+		return false, nil
 	}
-	return created, nil
+	b := &Batch{
+		ID:           n.BatchID,
+		Notification: n,
+		CreatedAt:    n.ReceivedAt,
+		UpdatedAt:    n.ReceivedAt,
+	}
+	if err := setState(tx, b, StateQueued); err != nil {
+		return false, err
+	}
+	if err := tx.Bucket(bucketCreated).Put(timeKey(b.CreatedAt, b.ID), nil); err != nil {
+		return false, err
+	}
+	if err := schedule(tx, b, n.ReceivedAt); err != nil {
+		return false, err
+	}
+	return true, putBatch(tx, b)
 }
 
 // Quarantine keeps a signed but invalid delivery. An entry with the same

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -35,6 +36,13 @@ var (
 type Store struct {
 	db   *bolt.DB
 	wake chan struct{}
+
+	// The group-commit writer (group.go).
+	records    chan recordReq
+	quit       chan struct{}
+	writerDone chan struct{}
+	closeOnce  sync.Once
+	closeErr   error
 }
 
 // Open opens (creating if needed) the database in dir, with mode 0600 and
@@ -65,12 +73,23 @@ func Open(dir string, lockTimeout time.Duration) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("initialise %s: %w", path, err)
 	}
-	return &Store{db: db, wake: make(chan struct{}, 1)}, nil
+	s := &Store{db: db, wake: make(chan struct{}, 1), records: make(chan recordReq, maxGroup),
+		quit: make(chan struct{}), writerDone: make(chan struct{})}
+	go s.writer()
+	return s, nil
 }
 
-// Close closes the database. Call it last, after the receiver and the
-// fetcher have stopped.
-func (s *Store) Close() error { return s.db.Close() }
+// Close stops the group-commit writer and closes the database. Call it
+// last, after the receiver and the fetcher have stopped; it is safe to call
+// twice.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.quit)
+		<-s.writerDone
+		s.closeErr = s.db.Close()
+	})
+	return s.closeErr
+}
 
 // Path returns the database file's path.
 func (s *Store) Path() string { return s.db.Path() }
