@@ -27,6 +27,7 @@ Usage:
   batchhook quarantine list|show  signed deliveries rejected by validation (admin API)
   batchhook sign | verify         compute or check a webhook signature
   batchhook healthcheck           exit 0 when the daemon's /healthz answers
+  batchhook bench                 load a webhook endpoint (or --bare: the baseline)
   batchhook version               version, commit and Go version
   batchhook help                  this text
 
@@ -53,6 +54,8 @@ func run(ctx context.Context, args []string, e env) int {
 		return signCmd(args[1:], e.stdin, e.stdout, e.stderr)
 	case "verify":
 		return verifyCmd(args[1:], e.stdin, e.stdout, e.stderr)
+	case "bench":
+		return benchCmd(ctx, args[1:], e.stdout, e.stderr)
 	case "healthcheck":
 		return healthcheck(ctx, args[1:], e.stdout, e.stderr)
 	case "version":
