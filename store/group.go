@@ -66,7 +66,21 @@ func (s *Store) writer() {
 // transaction fails, every caller gets the error (and answers 503).
 func (s *Store) commitGroup(group []recordReq) {
 	results := make([]recordRes, len(group))
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.injectedFault()
+	if err == nil {
+		err = s.applyGroup(group, results)
+	}
+	for i, r := range group {
+		if err != nil {
+			results[i] = recordRes{err: fmt.Errorf("record batch %s: %w", r.n.BatchID, err)}
+		}
+		r.done <- results[i]
+	}
+}
+
+// applyGroup applies the group in one transaction, filling in results.
+func (s *Store) applyGroup(group []recordReq, results []recordRes) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
 		for i, r := range group {
 			created, err := recordTx(tx, r.n)
 			if err != nil {
@@ -79,12 +93,6 @@ func (s *Store) commitGroup(group []recordReq) {
 		}
 		return nil
 	})
-	for i, r := range group {
-		if err != nil {
-			results[i] = recordRes{err: fmt.Errorf("record batch %s: %w", r.n.BatchID, err)}
-		}
-		r.done <- results[i]
-	}
 }
 
 // Record stores the first accepted batch.completed for n.BatchID and makes

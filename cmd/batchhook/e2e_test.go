@@ -78,7 +78,13 @@ func freePort(t *testing.T) string {
 // startDaemon runs the binary with env on addr and waits until it serves.
 func startDaemon(t *testing.T, addr string, env map[string]string) *daemonProc {
 	t.Helper()
-	cmd := exec.Command(binary, "serve")
+	return startBinary(t, binary, addr, env)
+}
+
+// startBinary is startDaemon for another build of the binary.
+func startBinary(t *testing.T, bin, addr string, env map[string]string) *daemonProc {
+	t.Helper()
+	cmd := exec.Command(bin, "serve")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "BATCHHOOK_LISTEN_ADDR=" + addr, "BATCHHOOK_ADMIN_ADDR=127.0.0.1:0"}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
