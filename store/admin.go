@@ -47,16 +47,8 @@ func (s *Store) Refetch(id string, now time.Time) (*Batch, error) {
 func (s *Store) RetryNow(kind string, now time.Time) (int, error) {
 	var n int
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		var due []*Batch
-		err := tx.Bucket(bucketBatches).ForEach(func(_, v []byte) error {
-			var b Batch
-			if err := json.Unmarshal(v, &b); err != nil {
-				return fmt.Errorf("decode batch record: %w", err)
-			}
-			if b.State == StateQueued && b.ErrorKind == kind && b.NextAttemptAt.After(now) {
-				due = append(due, &b)
-			}
-			return nil
+		due, err := pendingBatches(tx, func(b *Batch) bool {
+			return b.State == StateQueued && b.ErrorKind == kind && b.NextAttemptAt.After(now)
 		})
 		if err != nil {
 			return err

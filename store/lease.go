@@ -145,17 +145,7 @@ func (s *Store) Finish(id string, state State, exportPath, reason string, now ti
 func (s *Store) ReleaseLeases(now time.Time) (int, error) {
 	var n int
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		var stuck []*Batch
-		err := tx.Bucket(bucketBatches).ForEach(func(k, v []byte) error {
-			b, err := getBatch(tx, string(k))
-			if err != nil {
-				return err
-			}
-			if b.State == StateFetching {
-				stuck = append(stuck, b)
-			}
-			return nil
-		})
+		stuck, err := pendingBatches(tx, func(b *Batch) bool { return b.State == StateFetching })
 		if err != nil {
 			return err
 		}
@@ -181,4 +171,21 @@ func (s *Store) ReleaseLeases(now time.Time) (int, error) {
 		return 0, fmt.Errorf("release leases: %w", err)
 	}
 	return n, nil
+}
+
+// pendingBatches returns the batches not in a final state that match keep,
+// walking the pending index rather than every record ever stored.
+func pendingBatches(tx *bolt.Tx, keep func(*Batch) bool) ([]*Batch, error) {
+	var out []*Batch
+	err := tx.Bucket(bucketPending).ForEach(func(k, _ []byte) error {
+		b, err := getBatch(tx, string(k[8:]))
+		if err != nil {
+			return err
+		}
+		if keep(b) {
+			out = append(out, b)
+		}
+		return nil
+	})
+	return out, err
 }
