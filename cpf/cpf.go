@@ -47,6 +47,17 @@ func Normalize(s string) (string, error) {
 	return digits, nil
 }
 
+// CheckDigits returns the two check digits that complete a 9-digit base
+// (the simulator uses it to make valid sample CPFs). It panics if base is
+// not 9 ASCII digits: callers build the base themselves.
+func CheckDigits(base string) string {
+	if len(base) != 9 || !isDigits(base) {
+		panic("cpf: CheckDigits wants 9 digits")
+	}
+	d1 := checkDigit(base)
+	return string([]byte{d1, checkDigit(base + string(d1))})
+}
+
 // checkDigit is the mod-11 rule: weights n+1 down to 2 over the n digits
 // so far; a remainder of 10 gives 0.
 func checkDigit(digits string) byte {

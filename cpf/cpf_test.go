@@ -74,3 +74,27 @@ func TestMaskNeverShowsTheWholeNumber(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckDigitsCompleteTheIndependentVectors(t *testing.T) {
+	f, err := os.Open("testdata/vectors.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		kind, value, _ := strings.Cut(sc.Text(), " ")
+		if kind != "valid" {
+			continue
+		}
+		d := strings.NewReplacer(".", "", "-", "").Replace(value)
+		if got := CheckDigits(d[:9]); got != d[9:] {
+			t.Errorf("CheckDigits(%s) = %s, want %s", d[:9], got, d[9:])
+		}
+		n++
+	}
+	if n < 40 {
+		t.Fatalf("checked %d vectors", n)
+	}
+}

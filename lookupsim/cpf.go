@@ -3,6 +3,8 @@ package lookupsim
 import (
 	"math/rand/v2"
 	"strings"
+
+	"github.com/batchhook/batchhook/cpf"
 )
 
 // MaxCPFs is the document's cap on unique CPFs per batch (section 8).
@@ -58,35 +60,11 @@ func normalizeCPFs(cpfs []string) ([]string, error) {
 	return out, nil
 }
 
-// checkDigits computes the two mod-11 check digits of a 9-digit base.
-func checkDigits(base [9]int) (int, int) {
-	digit := func(ds []int) int {
-		sum, w := 0, len(ds)+1
-		for _, d := range ds {
-			sum += d * w
-			w--
-		}
-		if r := sum % 11; r >= 2 {
-			return 11 - r
-		}
-		return 0
-	}
-	d1 := digit(base[:])
-	d2 := digit(append(base[:], d1))
-	return d1, d2
-}
-
 // wellFormedCPF says whether an 11-digit CPF has correct check digits and
 // is not one digit repeated: only such a CPF can be in the service's base.
-func wellFormedCPF(cpf string) bool {
-	var base [9]int
-	same := true
-	for i := range base {
-		base[i] = int(cpf[i] - '0')
-		same = same && cpf[i] == cpf[0]
-	}
-	d1, d2 := checkDigits(base)
-	return !same && int(cpf[9]-'0') == d1 && int(cpf[10]-'0') == d2
+func wellFormedCPF(c string) bool {
+	_, err := cpf.Normalize(c)
+	return err == nil
 }
 
 // SampleCPFs returns n distinct CPFs with correct check digits, never a
@@ -101,22 +79,14 @@ func SampleCPFs(n int, seed int64) []string {
 	out := make([]string, 0, n)
 	seen := make(map[string]struct{}, n)
 	for len(out) < n {
-		var base [9]int
-		same := true
+		base := make([]byte, 9)
 		for i := range base {
-			base[i] = rng.IntN(10)
-			same = same && base[i] == base[0]
+			base[i] = byte('0' + rng.IntN(10))
 		}
-		if same {
+		if strings.Count(string(base), string(base[:1])) == 9 {
 			continue
 		}
-		d1, d2 := checkDigits(base)
-		buf := make([]byte, 11)
-		for i, d := range base {
-			buf[i] = byte('0' + d)
-		}
-		buf[9], buf[10] = byte('0'+d1), byte('0'+d2)
-		c := string(buf)
+		c := string(base) + cpf.CheckDigits(string(base))
 		if _, dup := seen[c]; dup {
 			continue
 		}

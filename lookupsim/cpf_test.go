@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// validCPF is written independently of checkDigits: the textbook form,
+// validCPF is written independently of package cpf: the textbook form,
 // remainder of sum*10 mod 11, with 10 counting as 0.
 func validCPF(s string) bool {
 	if len(s) != 11 {
