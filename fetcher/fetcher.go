@@ -18,6 +18,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/batchhook/batchhook/internal/backoff"
 	"github.com/batchhook/batchhook/store"
 )
 
@@ -310,7 +311,7 @@ func (f *Fetcher) fail(log zerolog.Logger, b *store.Batch, err error) {
 			return
 		}
 	}
-	delay := Backoff(b.FetchAttempts+1, f.o.BackoffBase, f.o.BackoffMax, retryAfter, f.o.Jitter())
+	delay := backoff.Delay(b.FetchAttempts+1, f.o.BackoffBase, f.o.BackoffMax, retryAfter, f.o.Jitter())
 	at := now.Add(delay)
 	if rerr := f.o.Queue.Retry(b.ID, at, string(kind), err.Error(), true, now); rerr != nil {
 		log.Error().Str("event", "requeue_failed").Err(rerr).Msg("could not requeue batch; it is released at next start")

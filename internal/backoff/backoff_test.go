@@ -1,11 +1,11 @@
-package fetcher_test
+package backoff_test
 
 import (
 	"math"
 	"testing"
 	"time"
 
-	"github.com/batchhook/batchhook/fetcher"
+	"github.com/batchhook/batchhook/internal/backoff"
 )
 
 func TestBackoffFixedValues(t *testing.T) {
@@ -73,7 +73,7 @@ func TestBackoffFixedValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := fetcher.Backoff(tt.attempt, tt.base, tt.max, tt.retryAfter, tt.jitter)
+			got := backoff.Delay(tt.attempt, tt.base, tt.max, tt.retryAfter, tt.jitter)
 			if got != tt.want {
 				t.Errorf("Backoff(%d, %v, %v, %v, %v) = %v (%d), want %v (%d)",
 					tt.attempt, tt.base, tt.max, tt.retryAfter, tt.jitter, got, int64(got), tt.want, int64(tt.want))
@@ -91,19 +91,19 @@ func TestBackoffJitterBounds(t *testing.T) {
 		if attempt > 1 {
 			d = min(d*2, max)
 		}
-		lo := fetcher.Backoff(attempt, base, max, 0, 0)
+		lo := backoff.Delay(attempt, base, max, 0, 0)
 		if lo != d/2 {
 			t.Errorf("attempt %d jitter 0 = %v, want %v", attempt, lo, d/2)
 		}
 		for _, j := range []float64{0.999999999, 1, 1.5, math.Inf(1)} {
-			hi := fetcher.Backoff(attempt, base, max, 0, j)
+			hi := backoff.Delay(attempt, base, max, 0, j)
 			if hi > d || hi < d-d/1000 {
 				t.Errorf("attempt %d jitter %v = %v, want within [%v, %v]", attempt, j, hi, d-d/1000, d)
 			}
 		}
 		prev := lo
 		for j := 0.0; j < 1; j += 0.125 {
-			got := fetcher.Backoff(attempt, base, max, 0, j)
+			got := backoff.Delay(attempt, base, max, 0, j)
 			if got < d/2 || got > d {
 				t.Errorf("attempt %d jitter %v = %v, outside [%v, %v]", attempt, j, got, d/2, d)
 			}
@@ -119,7 +119,7 @@ func TestBackoffNeverDecreasesWithAttempts(t *testing.T) {
 	for _, j := range []float64{0, 0.3, 0.99} {
 		prev := time.Duration(0)
 		for attempt := 1; attempt <= 200; attempt++ {
-			got := fetcher.Backoff(attempt, time.Second, 5*time.Minute, 0, j)
+			got := backoff.Delay(attempt, time.Second, 5*time.Minute, 0, j)
 			if got < prev {
 				t.Fatalf("jitter %v: attempt %d = %v < attempt %d = %v", j, attempt, got, attempt-1, prev)
 			}

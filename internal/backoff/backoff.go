@@ -1,8 +1,10 @@
-package fetcher
+// Package backoff computes retry delays for the fetcher and the submitter:
+// one pure function, so both back off the same way and tests pin it.
+package backoff
 
 import "time"
 
-// Backoff returns how long to wait before attempt number attempt (1 for the
+// Delay returns how long to wait before attempt number attempt (1 for the
 // first retry). It is a pure function of its inputs so that tests can pin
 // it with fixed values:
 //
@@ -12,7 +14,7 @@ import "time"
 //   - never shorter than the provider's Retry-After, and never longer than
 //     max even when Retry-After asks for more (a hostile or broken header
 //     must not park a batch for days).
-func Backoff(attempt int, base, max, retryAfter time.Duration, jitter float64) time.Duration {
+func Delay(attempt int, base, max, retryAfter time.Duration, jitter float64) time.Duration {
 	if attempt < 1 {
 		attempt = 1
 	}
