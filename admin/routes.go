@@ -2,6 +2,7 @@ package admin
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -80,10 +81,8 @@ func (s *Server) listBatches(c echo.Context) error {
 		return fail(c, http.StatusBadRequest, "limit must be 1 to 1000")
 	}
 	state := store.State(c.QueryParam("state"))
-	switch state {
-	case "", store.StateQueued, store.StateFetching, store.StateExported, store.StateAbandoned:
-	default:
-		return fail(c, http.StatusBadRequest, "state must be queued, fetching, exported or abandoned")
+	if state != "" && !slices.Contains(store.States, state) {
+		return fail(c, http.StatusBadRequest, "state must be submitted, tracked, queued, fetching, exported or abandoned")
 	}
 	batches, next, err := s.o.Store.List(state, limit, c.QueryParam("cursor"))
 	if err != nil {

@@ -14,3 +14,6 @@ var ErrState = errors.New("batch is not in the expected state")
 
 // ErrBadCursor is returned by the list methods for a cursor they did not issue.
 var ErrBadCursor = errors.New("bad cursor")
+
+// ErrExists is returned when a submission id is already used.
+var ErrExists = errors.New("already exists")

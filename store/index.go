@@ -30,7 +30,10 @@ func timeKey(at time.Time, id string) []byte {
 }
 
 func addCount(tx *bolt.Tx, s State, delta int64) error {
-	b := tx.Bucket(bucketCounts)
+	return addCountIn(tx.Bucket(bucketCounts), string(s), delta)
+}
+
+func addCountIn(b *bolt.Bucket, s string, delta int64) error {
 	var n int64
 	if v := b.Get([]byte(s)); len(v) == 8 {
 		n = int64(binary.BigEndian.Uint64(v))

@@ -7,7 +7,10 @@ import (
 // State is where a batch is in its life. The states and who moves a batch
 // between them are the contract of the pipeline:
 //
-//	(none) ──receiver: first batch.completed──▶ queued
+//	(none) ──submitter: provider accepted a chunk──▶ submitted
+//	(none) ──operator: track──▶ tracked
+//	(none) | submitted | tracked ──first batch.completed (webhook or poll)──▶ queued
+//	submitted | tracked ──reconciler: RETENTION over──▶ abandoned (final)
 //	queued ──fetcher: Lease──▶ fetching
 //	fetching ──fetcher: Checkpoint──▶ fetching (one page further)
 //	fetching ──fetcher: Retry / Release, or daemon start: ReleaseLeases──▶ queued
@@ -16,6 +19,12 @@ type State string
 
 // The batch states.
 const (
+	// StateSubmitted: batchhook submitted the batch and waits for its
+	// batch.completed; the reconciler polls it after RECONCILE_AFTER.
+	StateSubmitted State = "submitted"
+	// StateTracked: an operator asked batchhook to watch a batch submitted
+	// elsewhere; reconciled like a submitted one.
+	StateTracked State = "tracked"
 	// StateQueued: a batch.completed was recorded; the batch waits for a
 	// worker, possibly until NextAttemptAt after a failed attempt.
 	StateQueued State = "queued"
@@ -30,6 +39,13 @@ const (
 
 // Final reports whether no worker will touch a batch in state s again.
 func (s State) Final() bool { return s == StateExported || s == StateAbandoned }
+
+// Awaiting reports whether a batch in state s waits for its first
+// batch.completed: a webhook for it is accepted, not a duplicate.
+func (s State) Awaiting() bool { return s == StateSubmitted || s == StateTracked }
+
+// States lists every batch state, in pipeline order (for metrics and docs).
+var States = []State{StateSubmitted, StateTracked, StateQueued, StateFetching, StateExported, StateAbandoned}
 
 // Source says how batchhook learned that a batch was final.
 const (
@@ -96,6 +112,19 @@ type Batch struct {
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
 	FinishedAt time.Time `json:"finished_at,omitzero"`
+
+	// Submission: set for a batch batchhook submitted (or tracks).
+	SubmissionID string `json:"submission_id,omitempty"`
+	Chunk        int    `json:"chunk,omitempty"`
+	CPFCount     int    `json:"cpf_count,omitempty"`
+	// SubmittedAt is when the provider accepted the batch (or when an
+	// operator began tracking it); RETENTION counts from it while no
+	// completed_at is known.
+	SubmittedAt time.Time `json:"submitted_at,omitzero"`
+	// PollAttempts counts reconciliation polls that found the batch not
+	// final (or failed); NextPollAt is when the next one is due.
+	PollAttempts int       `json:"poll_attempts,omitempty"`
+	NextPollAt   time.Time `json:"next_poll_at,omitzero"`
 }
 
 // Quarantined is a signed delivery that failed validation, kept so that

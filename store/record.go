@@ -2,18 +2,27 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
 )
 
-// Known reports whether a batch.completed is already recorded for id. It
-// runs in a read transaction: answering a duplicate delivery never costs a
-// write (an empty write transaction still fsyncs).
+// Known reports whether a batch.completed is already recorded for id (a
+// batch batchhook submitted or tracks, still waiting for one, is not
+// known). It runs in a read transaction: answering a duplicate delivery
+// never costs a write (an empty write transaction still fsyncs).
 func (s *Store) Known(id string) (bool, error) {
 	var known bool
 	err := s.db.View(func(tx *bolt.Tx) error {
-		known = tx.Bucket(bucketBatches).Get([]byte(id)) != nil
+		b, err := getBatch(tx, id)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		known = !b.State.Awaiting()
 		return nil
 	})
 	if err != nil {
@@ -22,21 +31,28 @@ func (s *Store) Known(id string) (bool, error) {
 	return known, nil
 }
 
-// recordTx adds the record of n unless one exists; it reports whether it did.
+// recordTx adds the record of n unless a batch.completed is already
+// recorded; it reports whether it did. A batch that was submitted or
+// tracked keeps its record and moves to queued with n as its notification.
 func recordTx(tx *bolt.Tx, n Notification) (bool, error) {
-	if tx.Bucket(bucketBatches).Get([]byte(n.BatchID)) != nil {
+	b, err := getBatch(tx, n.BatchID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		b = &Batch{ID: n.BatchID, CreatedAt: n.ReceivedAt}
+		if err := tx.Bucket(bucketCreated).Put(timeKey(b.CreatedAt, b.ID), nil); err != nil {
+			return false, err
+		}
+	case err != nil:
+		return false, err
+	case !b.State.Awaiting():
 		return false, nil
 	}
-	b := &Batch{
-		ID:           n.BatchID,
-		Notification: n,
-		CreatedAt:    n.ReceivedAt,
-		UpdatedAt:    n.ReceivedAt,
-	}
-	if err := setState(tx, b, StateQueued); err != nil {
+	b.Notification = n
+	b.UpdatedAt = n.ReceivedAt
+	if err := unschedulePoll(tx, b); err != nil {
 		return false, err
 	}
-	if err := tx.Bucket(bucketCreated).Put(timeKey(b.CreatedAt, b.ID), nil); err != nil {
+	if err := setState(tx, b, StateQueued); err != nil {
 		return false, err
 	}
 	if err := schedule(tx, b, n.ReceivedAt); err != nil {

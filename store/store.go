@@ -36,6 +36,9 @@ var (
 type Store struct {
 	db   *bolt.DB
 	wake chan struct{}
+	// submitWake and pollWake wake the submitter and the reconciler.
+	submitWake chan struct{}
+	pollWake   chan struct{}
 
 	// The group-commit writer (group.go).
 	records    chan recordReq
@@ -62,7 +65,8 @@ func Open(dir string, lockTimeout time.Duration) (*Store, error) {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketBatches, bucketDue, bucketQuarantine, bucketEvents, bucketCreated, bucketPending, bucketCounts} {
+		for _, name := range [][]byte{bucketBatches, bucketDue, bucketQuarantine, bucketEvents, bucketCreated, bucketPending, bucketCounts,
+			bucketSubmissions, bucketChunks, bucketChunkQueue, bucketChunkCounts, bucketSent, bucketPolls} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
@@ -73,7 +77,7 @@ func Open(dir string, lockTimeout time.Duration) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("initialise %s: %w", path, err)
 	}
-	s := &Store{db: db, wake: make(chan struct{}, 1), records: make(chan recordReq, maxGroup),
+	s := &Store{db: db, wake: make(chan struct{}, 1), submitWake: make(chan struct{}, 1), pollWake: make(chan struct{}, 1), records: make(chan recordReq, maxGroup),
 		quit: make(chan struct{}), writerDone: make(chan struct{})}
 	go s.writer()
 	return s, nil

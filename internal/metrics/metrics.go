@@ -133,7 +133,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(batchesDesc, err)
 	} else {
-		for _, s := range []store.State{store.StateQueued, store.StateFetching, store.StateExported, store.StateAbandoned} {
+		for _, s := range store.States {
 			ch <- prometheus.MustNewConstMetric(batchesDesc, prometheus.GaugeValue, float64(counts[s]), string(s))
 		}
 	}
