@@ -2,6 +2,7 @@ package fetcher
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +28,9 @@ type ClientOptions struct {
 	CursorParam string
 	// ResultsField names the items member; empty = the page's one array.
 	ResultsField string
+	// StatusField names the member that carries the batch's status (read
+	// by Status); empty = "status".
+	StatusField string
 	// MaxPageBytes caps a page body; a larger page is a protocol error.
 	MaxPageBytes int64
 	// Timeout bounds one request, body included.
@@ -54,16 +58,55 @@ func NewClient(opts ClientOptions) (*Client, error) {
 	if opts.HTTP == nil {
 		opts.HTTP = &http.Client{}
 	}
+	if opts.StatusField == "" {
+		opts.StatusField = "status"
+	}
 	return &Client{opts: opts, base: base}, nil
 }
 
 // Page fetches one page of batchID; cursor is empty for the first page.
 // Failures are *Error with their Kind set.
 func (c *Client) Page(ctx context.Context, batchID, cursor string) (*Page, error) {
+	body, status, err := c.get(ctx, batchID, cursor, c.opts.Limit)
+	if err != nil {
+		return nil, err
+	}
+	page, err := ParsePage(body, c.opts.ResultsField)
+	if err != nil {
+		return nil, &Error{Kind: KindProtocol, Status: status, Err: err}
+	}
+	return page, nil
+}
+
+// Status reads the batch's status from its first page (limit=1): the
+// document shows no status endpoint, so batchhook assumes the GET result
+// carries the batch's status in the member named StatusField, with
+// "processing" (or any value other than the four final statuses) while
+// the batch is in flight. Failures are *Error like Page's.
+func (c *Client) Status(ctx context.Context, batchID string) (string, error) {
+	body, code, err := c.get(ctx, batchID, "", 1)
+	if err != nil {
+		return "", err
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(body, &members); err != nil {
+		return "", &Error{Kind: KindProtocol, Status: code, Err: fmt.Errorf("result is not a JSON object: %w", err)}
+	}
+	var status string
+	raw, ok := members[c.opts.StatusField]
+	if !ok || json.Unmarshal(raw, &status) != nil || status == "" {
+		return "", &Error{Kind: KindProtocol, Status: code,
+			Err: fmt.Errorf("result has no string member %q (BATCHHOOK_STATUS_FIELD)", c.opts.StatusField)}
+	}
+	return status, nil
+}
+
+// get reads one page's raw body.
+func (c *Client) get(ctx context.Context, batchID, cursor string, limit int) ([]byte, int, error) {
 	u := *c.base
 	u.Path = c.base.Path + "/api/v1/batches/" + url.PathEscape(batchID)
 	u.RawPath = ""
-	q := url.Values{"limit": {strconv.Itoa(c.opts.Limit)}}
+	q := url.Values{"limit": {strconv.Itoa(limit)}}
 	if cursor != "" {
 		q.Set(c.opts.CursorParam, cursor)
 	}
@@ -73,34 +116,30 @@ func (c *Client) Page(ctx context.Context, batchID, cursor string) (*Page, error
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return nil, &Error{Kind: KindRejected, Err: fmt.Errorf("build request: %w", err)}
+		return nil, 0, &Error{Kind: KindRejected, Err: fmt.Errorf("build request: %w", err)}
 	}
 	req.Header.Set("Authorization", "Bearer "+string(c.opts.APIKey()))
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.opts.HTTP.Do(req)
 	if err != nil {
-		return nil, &Error{Kind: KindTransient, Err: fmt.Errorf("request: %w", redactURL(err))}
+		return nil, 0, &Error{Kind: KindTransient, Err: fmt.Errorf("request: %w", redactURL(err))}
 	}
 	defer func() {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
 	}()
 	if resp.StatusCode != http.StatusOK {
-		return nil, classify(resp)
+		return nil, resp.StatusCode, classify(resp)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, c.opts.MaxPageBytes+1))
 	if err != nil {
-		return nil, &Error{Kind: KindTransient, Status: resp.StatusCode, Err: fmt.Errorf("read body: %w", err)}
+		return nil, resp.StatusCode, &Error{Kind: KindTransient, Status: resp.StatusCode, Err: fmt.Errorf("read body: %w", err)}
 	}
 	if int64(len(body)) > c.opts.MaxPageBytes {
-		return nil, &Error{Kind: KindProtocol, Status: resp.StatusCode,
+		return nil, resp.StatusCode, &Error{Kind: KindProtocol, Status: resp.StatusCode,
 			Err: fmt.Errorf("page larger than %d bytes (BATCHHOOK_MAX_PAGE_BYTES)", c.opts.MaxPageBytes)}
 	}
-	page, err := ParsePage(body, c.opts.ResultsField)
-	if err != nil {
-		return nil, &Error{Kind: KindProtocol, Status: resp.StatusCode, Err: err}
-	}
-	return page, nil
+	return body, resp.StatusCode, nil
 }
 
 // classify turns a non-200 reply into an Error. The response body is not
