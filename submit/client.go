@@ -1,0 +1,199 @@
+package submit
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/batchhook/batchhook/store"
+)
+
+// The submission request and response are "not shown" in the provider's
+// document (section 4.1). batchhook assumes what the simulator implements
+// (lookupsim/doc.go): POST {base}/api/v1/batches with body
+// {"cpfs":["12345678909",...]} and any 2xx reply carrying the new id as
+// {"batch_id":"..."}. These two names are the whole assumption.
+const (
+	requestField  = "cpfs"
+	responseField = "batch_id"
+)
+
+// maxReplyBytes caps the provider's reply to a submission.
+const maxReplyBytes = 64 << 10
+
+// Outcome classifies one submission attempt. It decides what happens to
+// the chunk, so the classes follow one question: could the provider have
+// accepted it?
+type Outcome string
+
+const (
+	// OutcomeSubmitted: 2xx with a batch id.
+	OutcomeSubmitted Outcome = "submitted"
+	// OutcomeNotSent: the request never left (connection refused, DNS):
+	// safe to send again.
+	OutcomeNotSent Outcome = "not_sent"
+	// OutcomeRateLimited: 429; retried after Retry-After or the backoff.
+	OutcomeRateLimited Outcome = "rate_limited"
+	// OutcomeAuth: 401 or 403; retried after the backoff (or a reload).
+	OutcomeAuth Outcome = "auth"
+	// OutcomeServerError: 5xx. Assumed not accepted (the provider answered
+	// that it failed), so retried.
+	OutcomeServerError Outcome = "server_error"
+	// OutcomeRejected: any other status; the chunk fails with the reason.
+	OutcomeRejected Outcome = "rejected"
+	// OutcomeUnknown: the request was sent but no usable answer came back
+	// (timeout, dropped connection, 2xx without a batch id): the provider
+	// may have accepted it, so the chunk is never sent again automatically.
+	OutcomeUnknown Outcome = "unknown"
+)
+
+// Outcomes lists every outcome (for metrics).
+var Outcomes = []Outcome{OutcomeSubmitted, OutcomeNotSent, OutcomeRateLimited, OutcomeAuth, OutcomeServerError, OutcomeRejected, OutcomeUnknown}
+
+// Result is the outcome of one submission attempt.
+type Result struct {
+	Outcome    Outcome
+	BatchID    string        // OutcomeSubmitted only
+	RetryAfter time.Duration // from a 429 or 5xx, 0 when absent
+	Reason     string        // what went wrong; never holds a CPF
+}
+
+// ClientOptions configures a Client.
+type ClientOptions struct {
+	BaseURL string
+	// APIKey returns the current Bearer key (called per request).
+	APIKey  func() []byte
+	Timeout time.Duration // one request, reply included
+	HTTP    *http.Client  // nil = a client that follows no redirects
+}
+
+// Client sends chunks to the provider.
+type Client struct {
+	o   ClientOptions
+	url string
+}
+
+// NewClient checks o and returns a Client.
+func NewClient(o ClientOptions) (*Client, error) {
+	base, err := url.Parse(strings.TrimRight(o.BaseURL, "/"))
+	if err != nil || base.Host == "" {
+		return nil, fmt.Errorf("submit: bad base URL %q", o.BaseURL)
+	}
+	if o.APIKey == nil || o.Timeout <= 0 {
+		return nil, errors.New("submit: APIKey and Timeout are required")
+	}
+	if o.HTTP == nil {
+		// A redirect would send the CPFs somewhere else, or resend them:
+		// neither is done silently.
+		o.HTTP = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	return &Client{o: o, url: base.String() + "/api/v1/batches"}, nil
+}
+
+// Submit sends one chunk and classifies the answer.
+func (c *Client) Submit(ctx context.Context, cpfs []string) Result {
+	body, err := json.Marshal(map[string][]string{requestField: cpfs})
+	if err != nil {
+		return Result{Outcome: OutcomeNotSent, Reason: "encode request: " + err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
+	defer cancel()
+	var wrote bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(i httptrace.WroteRequestInfo) { wrote = wrote || i.Err == nil },
+	})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return Result{Outcome: OutcomeNotSent, Reason: "build request: " + err.Error()}
+	}
+	req.Header.Set("Authorization", "Bearer "+string(c.o.APIKey()))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.o.HTTP.Do(req)
+	if err != nil {
+		reason := "request: " + redact(err)
+		if !wrote {
+			return Result{Outcome: OutcomeNotSent, Reason: reason}
+		}
+		return Result{Outcome: OutcomeUnknown, Reason: reason + " (after the request was sent)"}
+	}
+	defer resp.Body.Close()
+	reply, err := io.ReadAll(io.LimitReader(resp.Body, maxReplyBytes+1))
+	return classify(resp, reply, err)
+}
+
+func classify(resp *http.Response, reply []byte, readErr error) Result {
+	code := resp.StatusCode
+	status := fmt.Sprintf("HTTP %d", code)
+	switch {
+	case code/100 == 2:
+		if readErr != nil {
+			return Result{Outcome: OutcomeUnknown, Reason: status + ", reply lost: " + redact(readErr)}
+		}
+		var r map[string]json.RawMessage
+		var id string
+		if len(reply) > maxReplyBytes || json.Unmarshal(reply, &r) != nil || json.Unmarshal(r[responseField], &id) != nil {
+			return Result{Outcome: OutcomeUnknown, Reason: status + " without a readable " + responseField}
+		}
+		if err := store.CheckBatchID(id); err != nil {
+			return Result{Outcome: OutcomeUnknown, Reason: status + " with an unusable " + responseField + ": " + err.Error()}
+		}
+		return Result{Outcome: OutcomeSubmitted, BatchID: id}
+	case code == http.StatusTooManyRequests:
+		return Result{Outcome: OutcomeRateLimited, Reason: status + errorMember(reply), RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		return Result{Outcome: OutcomeAuth, Reason: status + ": the provider refused the API key"}
+	case code >= 500:
+		return Result{Outcome: OutcomeServerError, Reason: status + errorMember(reply), RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
+	default:
+		return Result{Outcome: OutcomeRejected, Reason: status + errorMember(reply)}
+	}
+}
+
+var digitRun = regexp.MustCompile(`[0-9][0-9.\-]{4,}[0-9]`)
+
+// errorMember quotes the provider's {"error":"..."} reason, shortened and
+// with digit runs masked: a provider could echo a CPF back.
+func errorMember(reply []byte) string {
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(reply, &e) != nil || e.Error == "" {
+		return ""
+	}
+	msg := digitRun.ReplaceAllString(e.Error, "***")
+	if len(msg) > 200 {
+		msg = msg[:200] + "…"
+	}
+	return ": " + strconv.Quote(msg)
+}
+
+func retryAfter(v string) time.Duration {
+	if secs, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && secs > 0 {
+		return time.Duration(min(secs, 1<<20)) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && time.Until(t) > 0 {
+		return time.Until(t)
+	}
+	return 0
+}
+
+// redact drops the URL from a transport error (it is the configured base
+// URL, harmless, but errors stay short and uniform).
+func redact(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Op + ": " + ue.Err.Error()
+	}
+	return err.Error()
+}

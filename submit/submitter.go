@@ -1,0 +1,230 @@
+package submit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/batchhook/batchhook/internal/backoff"
+	"github.com/batchhook/batchhook/store"
+)
+
+// Queue is what the submitter needs from the store.
+type Queue interface {
+	NextChunk() (*store.Chunk, error)
+	ChunkSending(seq uint64, index int, now time.Time) error
+	ChunkRequeue(seq uint64, index int, reason string, now time.Time) error
+	ChunkGiveUp(seq uint64, index int, state store.ChunkState, reason string, now time.Time) error
+	ChunkSubmitted(seq uint64, index int, batchID string, pollAt, now time.Time) (*store.Batch, error)
+	Counts() (map[store.State]int, error)
+	SubmitWakeups() <-chan struct{}
+}
+
+var _ Queue = (*store.Store)(nil)
+
+// Sender sends one chunk to the provider; *Client implements it.
+type Sender interface {
+	Submit(ctx context.Context, cpfs []string) Result
+}
+
+// Observer is told of each submission attempt's outcome.
+type Observer interface {
+	SubmissionAttempt(outcome string)
+}
+
+// SubmitterOptions configures a Submitter.
+type SubmitterOptions struct {
+	Queue  Queue
+	Sender Sender
+	Logger zerolog.Logger
+	// PerMinute and MaxInFlight are the provider's limits (section 8).
+	PerMinute   int
+	MaxInFlight int
+	// Recent are the send times of the last minute, from the store.
+	Recent []time.Time
+	// ReconcileAfter is how long after a submission its batch is first
+	// polled if no batch.completed came.
+	ReconcileAfter time.Duration
+	BackoffBase    time.Duration
+	BackoffMax     time.Duration
+	// Recheck is how often a submitter held back by MaxInFlight looks
+	// again; 0 = 1s.
+	Recheck time.Duration
+	// IdlePoll bounds an idle wait without a wakeup; 0 = 1m.
+	IdlePoll time.Duration
+	Now      func() time.Time                                // nil = time.Now
+	Sleep    func(ctx context.Context, d time.Duration) bool // nil = a timer; false when ctx ended
+	Jitter   func() float64                                  // nil = math/rand/v2
+	Observer Observer                                        // nil = none
+}
+
+// Submitter sends waiting chunks, one at a time and in order, within the
+// provider's limits.
+type Submitter struct {
+	o        SubmitterOptions
+	log      zerolog.Logger
+	limit    *Limiter
+	failures int       // consecutive attempts that were not accepted
+	pause    time.Time // no attempt before this (after a 429, 5xx, auth error)
+	held     bool      // logged that MaxInFlight holds chunks back
+}
+
+// NewSubmitter checks o and returns a Submitter.
+func NewSubmitter(o SubmitterOptions) (*Submitter, error) {
+	if o.Queue == nil || o.Sender == nil {
+		return nil, errors.New("submit: Queue and Sender are required")
+	}
+	if o.PerMinute < 1 || o.MaxInFlight < 1 || o.ReconcileAfter <= 0 || o.BackoffBase <= 0 || o.BackoffMax < o.BackoffBase {
+		return nil, errors.New("submit: bad PerMinute, MaxInFlight, ReconcileAfter or backoff")
+	}
+	if o.Recheck <= 0 {
+		o.Recheck = time.Second
+	}
+	if o.IdlePoll <= 0 {
+		o.IdlePoll = time.Minute
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleep
+	}
+	if o.Jitter == nil {
+		o.Jitter = rand.Float64
+	}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
+	}
+	return &Submitter{o: o, log: o.Logger, limit: NewLimiter(o.PerMinute, time.Minute, o.Recent)}, nil
+}
+
+type nopObserver struct{}
+
+func (nopObserver) SubmissionAttempt(string) {}
+func (nopObserver) Reconciled()              {}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// Run sends chunks until ctx ends.
+func (s *Submitter) Run(ctx context.Context) error {
+	for ctx.Err() == nil {
+		wait, err := s.Step(ctx)
+		if err != nil {
+			s.log.Error().Str("event", "submit_store_error").Err(err).Msg("submitter could not use the store; retrying")
+			wait = s.o.BackoffBase
+		}
+		if wait == 0 {
+			continue
+		}
+		waitOrWake(ctx, s.o.Sleep, wait, s.o.Queue.SubmitWakeups())
+	}
+	return nil
+}
+
+// waitOrWake sleeps for d, or less when wake delivers or ctx ends.
+func waitOrWake(ctx context.Context, sleep func(context.Context, time.Duration) bool, d time.Duration, wake <-chan struct{}) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { sleep(wctx, d); close(done) }()
+	select {
+	case <-done:
+	case <-wake:
+		cancel()
+		<-done
+	}
+}
+
+// Step sends the chunk at the head of the queue if the limits allow and
+// returns how long to wait before the next step (0 = go on at once).
+// Tests drive the submitter through it with a fake clock.
+func (s *Submitter) Step(ctx context.Context) (time.Duration, error) {
+	c, err := s.o.Queue.NextChunk()
+	if err != nil || c == nil {
+		return s.o.IdlePoll, err
+	}
+	now := s.o.Now()
+	if now.Before(s.pause) {
+		return s.pause.Sub(now), nil
+	}
+	counts, err := s.o.Queue.Counts()
+	if err != nil {
+		return 0, err
+	}
+	if inFlight := counts[store.StateSubmitted] + counts[store.StateTracked]; inFlight >= s.o.MaxInFlight {
+		if !s.held {
+			s.held = true
+			s.log.Info().Str("event", "submit_held").Int("in_flight", inFlight).Int("max_in_flight", s.o.MaxInFlight).
+				Msg("chunks wait: the provider's limit of batches in flight is reached (BATCHHOOK_MAX_IN_FLIGHT)")
+		}
+		return s.o.Recheck, nil
+	}
+	s.held = false
+	if at := s.limit.Next(now); at.After(now) {
+		return at.Sub(now), nil
+	}
+	if c.State == store.ChunkSending {
+		// Only ResolveSending at start may decide about a chunk a previous
+		// run left sending; meeting one here means it was not called.
+		return 0, fmt.Errorf("chunk %s/%d is still sending: ResolveSending must run first", c.SubmissionID, c.Index)
+	}
+	if err := s.o.Queue.ChunkSending(c.Seq, c.Index, now); err != nil {
+		return 0, err
+	}
+	res := s.o.Sender.Submit(ctx, c.CPFs)
+	s.o.Observer.SubmissionAttempt(string(res.Outcome))
+	return s.settle(c, res)
+}
+
+// settle records the outcome of one attempt.
+func (s *Submitter) settle(c *store.Chunk, res Result) (time.Duration, error) {
+	now := s.o.Now()
+	log := s.log.With().Str("submission_id", c.SubmissionID).Int("chunk", c.Index).Int("cpfs", c.CPFCount).
+		Str("outcome", string(res.Outcome)).Logger()
+	switch res.Outcome {
+	case OutcomeSubmitted:
+		s.limit.Record(now)
+		s.failures = 0
+		b, err := s.o.Queue.ChunkSubmitted(c.Seq, c.Index, res.BatchID, now.Add(s.o.ReconcileAfter), now)
+		if err != nil {
+			// The provider has the batch but the store could not say so:
+			// the chunk stays sending, and the next start marks it
+			// submit_unknown. Log the id so an operator can track it.
+			log.Error().Str("event", "submit_unrecorded").Str("batch_id", res.BatchID).Err(err).
+				Msg("the provider accepted the chunk but batchhook could not record it; run: batchhook track " + res.BatchID)
+			return 0, err
+		}
+		log.Info().Str("event", "chunk_submitted").Str("batch_id", b.ID).Str("state", string(b.State)).
+			Msg("chunk submitted")
+		return 0, nil
+	case OutcomeRejected:
+		s.failures = 0
+		log.Error().Str("event", "chunk_failed").Str("reason", res.Reason).Msg("the provider refused the chunk; it is not sent again")
+		return 0, s.o.Queue.ChunkGiveUp(c.Seq, c.Index, store.ChunkFailed, res.Reason, now)
+	case OutcomeUnknown:
+		s.failures = 0
+		log.Error().Str("event", "chunk_submit_unknown").Str("reason", res.Reason).
+			Msg("the provider may have accepted the chunk; it is not sent again automatically (see README, submit_unknown)")
+		return 0, s.o.Queue.ChunkGiveUp(c.Seq, c.Index, store.ChunkUnknown, res.Reason, now)
+	default: // not sent, 429, 5xx, auth: the chunk stays first in line
+		s.failures++
+		delay := backoff.Delay(s.failures, s.o.BackoffBase, s.o.BackoffMax, res.RetryAfter, s.o.Jitter())
+		s.pause = now.Add(delay)
+		log.Warn().Str("event", "chunk_retry").Str("reason", res.Reason).Int("attempt", c.Attempts+1).
+			Dur("retry_in", delay).Msg("chunk not accepted; it waits and is sent again")
+		return delay, s.o.Queue.ChunkRequeue(c.Seq, c.Index, res.Reason, now)
+	}
+}
