@@ -62,6 +62,21 @@ type Config struct {
 	MaxBodyBytes int64 `split_words:"true" default:"65536"`
 	MaxPageBytes int64 `split_words:"true" default:"33554432"`
 
+	// Submitting (issue 6). The limits are the provider's (section 8).
+	SubmitPerMinute int           `split_words:"true" default:"10"`
+	MaxInFlight     int           `split_words:"true" default:"50"`
+	ReconcileAfter  time.Duration `split_words:"true" default:"15m"`
+	// StatusField names the GET result member that carries the batch's
+	// status (the document shows none; the simulator uses "status").
+	StatusField string `split_words:"true" default:"status"`
+	// MaxSubmissionBytes caps a body sent to POST /admin/submissions.
+	MaxSubmissionBytes int64 `split_words:"true" default:"16777216"`
+	// The resubmit rule: items whose ResubmitField is one of the
+	// comma-separated ResubmitValues are sent again, using ItemCPFField.
+	ResubmitField  string `split_words:"true" default:"result"`
+	ResubmitValues string `split_words:"true" default:"pending,incomplete"`
+	ItemCPFField   string `split_words:"true" default:"cpf"`
+
 	LogLevel  string `split_words:"true" default:"info"`
 	LogFormat string `split_words:"true" default:"json"`
 }
@@ -147,6 +162,14 @@ func (c *Config) Validate() error {
 		{c.NotFoundGrace >= 0, "NOT_FOUND_GRACE", "must not be negative"},
 		{c.MaxBodyBytes >= 1024 && c.MaxBodyBytes <= 16<<20, "MAX_BODY_BYTES", "must be between 1024 and 16777216"},
 		{c.MaxPageBytes >= 4096, "MAX_PAGE_BYTES", "must be at least 4096"},
+		{c.SubmitPerMinute >= 1, "SUBMIT_PER_MINUTE", "must be at least 1"},
+		{c.MaxInFlight >= 1, "MAX_IN_FLIGHT", "must be at least 1"},
+		{c.ReconcileAfter > 0, "RECONCILE_AFTER", "must be positive"},
+		{c.StatusField != "", "STATUS_FIELD", "must not be empty"},
+		{c.MaxSubmissionBytes >= 1024, "MAX_SUBMISSION_BYTES", "must be at least 1024"},
+		{c.ResubmitField != "", "RESUBMIT_FIELD", "must not be empty"},
+		{len(c.ResubmitValueList()) > 0, "RESUBMIT_VALUES", "must list at least one value, comma-separated"},
+		{c.ItemCPFField != "", "ITEM_CPF_FIELD", "must not be empty"},
 		{validLevels[c.LogLevel], "LOG_LEVEL", "must be one of trace, debug, info, warn, error"},
 		{c.LogFormat == "json" || c.LogFormat == "console", "LOG_FORMAT", "must be json or console"},
 	}
@@ -156,6 +179,17 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// ResubmitValueList splits RESUBMIT_VALUES, dropping blanks.
+func (c *Config) ResubmitValueList() []string {
+	var out []string
+	for _, v := range strings.Split(c.ResubmitValues, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // loopback reports whether host only accepts connections from this machine.
