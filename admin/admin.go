@@ -32,6 +32,7 @@ type Store interface {
 	Refetch(id string, now time.Time) (*store.Batch, error)
 	ListQuarantined(limit int, cursor string) ([]store.Quarantined, string, error)
 	GetQuarantined(id string) (*store.Quarantined, error)
+	ChunksIn(state store.ChunkState, limit int) ([]store.Chunk, error)
 }
 
 var _ Store = (*store.Store)(nil)
@@ -43,6 +44,10 @@ type Options struct {
 	Token func() []byte
 	// Metrics serves /metrics.
 	Metrics http.Handler
+	// Submissions takes CPF intakes, tracking and resubmission requests.
+	Submissions Submissions
+	// MaxSubmissionBytes caps a POST /admin/submissions body.
+	MaxSubmissionBytes int64
 	// Ready returns nil when the daemon is ready, else the reason.
 	Ready  func() error
 	Logger zerolog.Logger
@@ -58,8 +63,8 @@ type Server struct {
 
 // New builds the server; Serve starts it.
 func New(o Options) (*Server, error) {
-	if o.Store == nil || o.Metrics == nil || o.Ready == nil || o.Token == nil {
-		return nil, errors.New("admin: Store, Metrics, Ready and Token are required")
+	if o.Store == nil || o.Metrics == nil || o.Ready == nil || o.Token == nil || o.Submissions == nil || o.MaxSubmissionBytes < 1 {
+		return nil, errors.New("admin: Store, Submissions, MaxSubmissionBytes, Metrics, Ready and Token are required")
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -77,6 +82,11 @@ func New(o Options) (*Server, error) {
 	g.POST("/admin/batches/:id/refetch", s.refetch)
 	g.GET("/admin/quarantine", s.listQuarantine)
 	g.GET("/admin/quarantine/:id", s.showQuarantine)
+	g.POST("/admin/batches/:id/track", s.track)
+	g.POST("/admin/batches/:id/resubmit", s.resubmit)
+	g.POST("/admin/submissions", s.createSubmission)
+	g.GET("/admin/submissions/:id", s.showSubmission)
+	g.GET("/admin/chunks", s.listChunks)
 	s.echo = e
 	s.srv = httpserver.New("admin listener", &http.Server{Handler: e, ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10})

@@ -2,6 +2,9 @@ package admin
 
 import (
 	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/batchhook/batchhook/store"
+	"github.com/batchhook/batchhook/submit"
 )
 
 func newTestServer(t *testing.T, token string) (*httptest.Server, *store.Store) {
@@ -20,7 +24,15 @@ func newTestServer(t *testing.T, token string) (*httptest.Server, *store.Store) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	s, err := New(Options{Store: st, Token: func() []byte { return []byte(token) },
+	svc, err := submit.NewService(submit.ServiceOptions{Store: st, Logger: zerolog.Nop(),
+		Rule: submit.ResubmitRule{Field: "result", Values: []string{"pending", "incomplete"}, CPFField: "cpf"},
+		Results: func(b store.Batch) (io.ReadCloser, error) {
+			return os.Open(filepath.Join(b.ExportPath, "results.ndjson"))
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{Store: st, Token: func() []byte { return []byte(token) }, Submissions: svc, MaxSubmissionBytes: 4096,
 		Metrics: http.NotFoundHandler(), Ready: func() error { return nil }, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
@@ -92,8 +104,13 @@ func TestReadyzReportsTheReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	s, _ := New(Options{Store: st, Token: func() []byte { return []byte("t") }, Metrics: http.NotFoundHandler(),
-		Ready: func() error { return errTest }, Logger: zerolog.Nop()})
+	svc, _ := submit.NewService(submit.ServiceOptions{Store: st, Rule: submit.ResubmitRule{Field: "r", Values: []string{"p"}, CPFField: "c"},
+		Results: func(store.Batch) (io.ReadCloser, error) { return nil, os.ErrNotExist }})
+	s, err := New(Options{Store: st, Token: func() []byte { return []byte("t") }, Metrics: http.NotFoundHandler(),
+		Submissions: svc, MaxSubmissionBytes: 1024, Ready: func() error { return errTest }, Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	code, body := call(t, "GET", srv.URL+"/readyz")

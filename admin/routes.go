@@ -37,6 +37,11 @@ type BatchView struct {
 	Refetch        bool       `json:"refetch,omitempty"`
 	UpdatedAt      time.Time  `json:"updated_at"`
 	FinishedAt     *time.Time `json:"finished_at,omitempty"`
+	SubmissionID   string     `json:"submission_id,omitempty"`
+	CPFCount       int        `json:"cpf_count,omitempty"`
+	SubmittedAt    *time.Time `json:"submitted_at,omitempty"`
+	PollAttempts   int        `json:"poll_attempts,omitempty"`
+	NextPollAt     *time.Time `json:"next_poll_at,omitempty"`
 }
 
 func viewOf(b *store.Batch) BatchView {
@@ -56,6 +61,15 @@ func viewOf(b *store.Batch) BatchView {
 	if !b.FinishedAt.IsZero() {
 		t := b.FinishedAt
 		v.FinishedAt = &t
+	}
+	v.SubmissionID, v.CPFCount, v.PollAttempts = b.SubmissionID, b.CPFCount, b.PollAttempts
+	if !b.SubmittedAt.IsZero() {
+		t := b.SubmittedAt
+		v.SubmittedAt = &t
+	}
+	if !b.NextPollAt.IsZero() {
+		t := b.NextPollAt
+		v.NextPollAt = &t
 	}
 	return v
 }

@@ -330,10 +330,15 @@ func (f *Fetcher) fail(log zerolog.Logger, b *store.Batch, err error) {
 }
 
 // retentionStart is when the provider's retention clock started: the
-// batch's completed_at, or its receipt when completed_at is unknown.
+// batch's completed_at; when that is unknown, its submission (a batch
+// batchhook submitted or tracks: the earliest it can have completed), or
+// else the notification's receipt.
 func retentionStart(b *store.Batch) time.Time {
 	if t := b.Notification.CompletedAt; t != nil {
 		return *t
+	}
+	if !b.SubmittedAt.IsZero() {
+		return b.SubmittedAt
 	}
 	return b.Notification.ReceivedAt
 }

@@ -53,7 +53,7 @@ func dependsOn(deps []string, target string) bool {
 
 func TestImportGraph(t *testing.T) {
 	deps := listPackages(t)
-	for _, p := range []string{"config", "store", "receiver", "fetcher", "export", "lookupsim", "internal/daemon", "admin", "internal/metrics"} {
+	for _, p := range []string{"config", "store", "receiver", "fetcher", "export", "lookupsim", "internal/daemon", "admin", "internal/metrics", "submit"} {
 		if _, ok := deps[p]; !ok {
 			t.Fatalf("package %s not found by go list", p)
 		}
@@ -67,6 +67,7 @@ func TestImportGraph(t *testing.T) {
 		"lookupsim":        {module + "/receiver", module + "/fetcher", module + "/store", module + "/export"},
 		"admin":            {module + "/receiver", module + "/fetcher", module + "/export", "github.com/prometheus"},
 		"internal/metrics": {module + "/receiver", module + "/fetcher", module + "/export", module + "/admin"},
+		"submit":           {module + "/receiver", module + "/fetcher", module + "/export", module + "/lookupsim", "github.com/labstack/echo"},
 	}
 	for p, bad := range forbidden {
 		for _, b := range bad {

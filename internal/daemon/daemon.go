@@ -51,7 +51,10 @@ type Daemon struct {
 	adminAddr net.Addr
 	listening atomic.Bool
 	cancel    context.CancelFunc
-	fetchErr  chan error
+	// loops are the background loops (fetcher, submitter, reconciler);
+	// each sends its result on loopErr when it stops.
+	loops   int
+	loopErr chan error
 
 	stopOnce sync.Once
 	stopErr  error
@@ -90,14 +93,23 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		d.log.Info().Str("component", "daemon").Str("event", "leases_released").Int("batches", n).
 			Msg("batches left in fetching by the previous run resume from their checkpoint")
 	}
+	if unknown, err := d.store.ResolveSending(time.Now()); err != nil {
+		return err
+	} else {
+		for _, c := range unknown {
+			d.log.Error().Str("component", "submitter").Str("event", "chunk_submit_unknown").Str("submission_id", c.SubmissionID).
+				Int("chunk", c.Index).Int("cpfs", c.CPFCount).Str("reason", c.LastError).
+				Msg("the provider may have accepted this chunk; it is not sent again automatically (see README, submit_unknown)")
+		}
+	}
 	if d.sink, err = export.New(cfg.ExportDir); err != nil {
 		return err
 	}
 	d.metrics = metrics.New(d.store, time.Now)
 	client, err := fetcher.NewClient(fetcher.ClientOptions{
 		BaseURL: cfg.APIBaseURL, APIKey: func() []byte { return *d.apiKey.Load() }, Limit: cfg.PageLimit,
-		CursorParam: cfg.CursorParam, ResultsField: cfg.ResultsField, MaxPageBytes: cfg.MaxPageBytes,
-		Timeout: cfg.FetchTimeout,
+		CursorParam: cfg.CursorParam, ResultsField: cfg.ResultsField, StatusField: cfg.StatusField,
+		MaxPageBytes: cfg.MaxPageBytes, Timeout: cfg.FetchTimeout,
 	})
 	if err != nil {
 		return err
@@ -111,6 +123,12 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	if err != nil {
 		return err
 	}
+	loops := []func(context.Context) error{f.Run}
+	sub, rec, svc, err := d.submitSide(client)
+	if err != nil {
+		return err
+	}
+	loops = append(loops, sub.Run, rec.Run)
 	d.recv, err = receiver.New(receiver.Options{
 		Path: cfg.WebhookPath, MaxBodyBytes: cfg.MaxBodyBytes,
 		Secret: func() []byte { return *d.secret.Load() }, Store: d.store,
@@ -121,6 +139,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	}
 	d.admin, err = admin.New(admin.Options{
 		Store: d.store, Token: func() []byte { return *d.adminToken.Load() }, Metrics: d.metrics.Handler(),
+		Submissions: svc, MaxSubmissionBytes: cfg.MaxSubmissionBytes,
 		Ready: d.ready, Logger: d.log.With().Str("component", "admin").Logger(),
 	})
 	if err != nil {
@@ -143,8 +162,10 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
-	d.fetchErr = make(chan error, 1)
-	go func() { d.fetchErr <- f.Run(ctx) }()
+	d.loops, d.loopErr = len(loops), make(chan error, len(loops))
+	for _, run := range loops {
+		go func() { d.loopErr <- run(ctx) }()
+	}
 
 	d.log.Info().Str("component", "daemon").Str("event", "started").Str("listen_addr", d.addr.String()).
 		Str("admin_addr", d.adminAddr.String()).Bool("admin_token", len(cfg.AdminToken) > 0).
@@ -195,7 +216,9 @@ func (d *Daemon) Stop(ctx context.Context) error {
 		}
 		if d.cancel != nil {
 			d.cancel()
-			errs = append(errs, <-d.fetchErr)
+			for range d.loops {
+				errs = append(errs, <-d.loopErr)
+			}
 		}
 		if d.admin != nil && d.adminAddr != nil {
 			sctx, cancel := context.WithTimeout(ctx, ShutdownTimeout)

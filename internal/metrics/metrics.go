@@ -20,6 +20,7 @@ import (
 type States interface {
 	Counts() (map[store.State]int, error)
 	OldestPending() (time.Time, bool, error)
+	ChunkCounts() (map[store.ChunkState]int, error)
 }
 
 // Metrics holds batchhook's collectors in a registry of its own (no global
@@ -33,6 +34,8 @@ type Metrics struct {
 	exportItems     prometheus.Counter
 	batchesFinished *prometheus.CounterVec
 	reloads         *prometheus.CounterVec
+	submissions     *prometheus.CounterVec
+	reconciled      prometheus.Counter
 }
 
 // New registers every collector, the Go runtime and process collectors
@@ -69,9 +72,17 @@ func New(states States, now func() time.Time) *Metrics {
 			Name: "batchhook_secret_reloads_total",
 			Help: "SIGHUP reloads of the secret files by result (ok, failed).",
 		}, []string{"result"}),
+		submissions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "batchhook_submissions_total",
+			Help: "Chunk submission attempts by outcome (submitted, not_sent, rate_limited, auth, server_error, rejected, unknown).",
+		}, []string{"outcome"}),
+		reconciled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "batchhook_reconciled_total",
+			Help: "Batches found final by a poll because no batch.completed came.",
+		}),
 	}
 	m.reg.MustRegister(m.webhookRequests, m.webhookAck, m.fetchPages, m.fetchErrors, m.exportItems,
-		m.batchesFinished, m.reloads, &stateCollector{states: states, now: now},
+		m.batchesFinished, m.reloads, m.submissions, m.reconciled, &stateCollector{states: states, now: now},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -101,6 +112,12 @@ func (m *Metrics) BatchFinished(state string, items int64) {
 	}
 }
 
+// SubmissionAttempt counts one chunk submission attempt by outcome.
+func (m *Metrics) SubmissionAttempt(outcome string) { m.submissions.WithLabelValues(outcome).Inc() }
+
+// Reconciled counts a batch queued by a poll.
+func (m *Metrics) Reconciled() { m.reconciled.Inc() }
+
 // SecretsReloaded counts one reload.
 func (m *Metrics) SecretsReloaded(ok bool) {
 	result := "ok"
@@ -118,14 +135,20 @@ type stateCollector struct {
 }
 
 var (
-	batchesDesc = prometheus.NewDesc("batchhook_batches", "Batches by state.", []string{"state"}, nil)
-	oldestDesc  = prometheus.NewDesc("batchhook_queue_oldest_seconds",
+	batchesDesc  = prometheus.NewDesc("batchhook_batches", "Batches by state.", []string{"state"}, nil)
+	inFlightDesc = prometheus.NewDesc("batchhook_batches_in_flight",
+		"Batches submitted or tracked whose batch.completed has not come (the provider's in-flight limit counts these).", nil, nil)
+	chunksDesc = prometheus.NewDesc("batchhook_chunks",
+		"Submission chunks by state; submit_unknown ones need an operator's decision.", []string{"state"}, nil)
+	oldestDesc = prometheus.NewDesc("batchhook_queue_oldest_seconds",
 		"Age of the oldest batch not yet exported or abandoned (0 when none).", nil, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- batchesDesc
 	ch <- oldestDesc
+	ch <- inFlightDesc
+	ch <- chunksDesc
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -135,6 +158,15 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	} else {
 		for _, s := range store.States {
 			ch <- prometheus.MustNewConstMetric(batchesDesc, prometheus.GaugeValue, float64(counts[s]), string(s))
+		}
+		inFlight := counts[store.StateSubmitted] + counts[store.StateTracked]
+		ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, float64(inFlight))
+	}
+	if chunks, err := c.states.ChunkCounts(); err != nil {
+		ch <- prometheus.NewInvalidMetric(chunksDesc, err)
+	} else {
+		for _, s := range store.ChunkStates {
+			ch <- prometheus.MustNewConstMetric(chunksDesc, prometheus.GaugeValue, float64(chunks[s]), string(s))
 		}
 	}
 	oldest, ok, err := c.states.OldestPending()

@@ -1,0 +1,193 @@
+package admin
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/batchhook/batchhook/store"
+	"github.com/batchhook/batchhook/submit"
+)
+
+// Submissions is the submit side the admin API drives; *submit.Service
+// implements it.
+type Submissions interface {
+	Submit(r io.Reader, o submit.IntakeOptions, strict bool) (*submit.Receipt, error)
+	Get(id string) (*store.Submission, []store.Chunk, error)
+	Track(id string) (*store.Batch, bool, error)
+	Resubmit(batchID string) (*submit.Receipt, error)
+}
+
+var _ Submissions = (*submit.Service)(nil)
+
+// ReceiptView answers an intake: what was read, what is invalid (masked,
+// with line numbers) and the submission that holds the rest.
+type ReceiptView struct {
+	SubmissionID string           `json:"submission_id,omitempty"`
+	ResubmitOf   string           `json:"resubmit_of,omitempty"`
+	Lines        int              `json:"lines"`
+	Valid        int              `json:"valid"`
+	Duplicates   int              `json:"duplicates"`
+	Invalid      []submit.Invalid `json:"invalid"`
+	Chunks       int              `json:"chunks"`
+	Error        string           `json:"error,omitempty"`
+}
+
+func receiptView(rc *submit.Receipt) ReceiptView {
+	in := rc.Intake
+	return ReceiptView{SubmissionID: rc.Submission.ID, ResubmitOf: rc.Submission.ResubmitOf, Lines: in.Lines,
+		Valid: in.Valid, Duplicates: in.Duplicates, Invalid: in.Invalid, Chunks: rc.Submission.Chunks}
+}
+
+// ChunkView is one chunk of a submission, with its batch's current state.
+type ChunkView struct {
+	SubmissionID string     `json:"submission_id"`
+	Index        int        `json:"index"`
+	State        string     `json:"state"`
+	CPFs         int        `json:"cpfs"`
+	BatchID      string     `json:"batch_id,omitempty"`
+	BatchState   string     `json:"batch_state,omitempty"`
+	Attempts     int        `json:"attempts"`
+	LastError    string     `json:"last_error,omitempty"`
+	SentAt       *time.Time `json:"sent_at,omitempty"`
+}
+
+// SubmissionView is a submission with its chunks.
+type SubmissionView struct {
+	ID         string      `json:"id"`
+	ResubmitOf string      `json:"resubmit_of,omitempty"`
+	CreatedAt  time.Time   `json:"created_at"`
+	Lines      int         `json:"lines"`
+	Valid      int         `json:"valid"`
+	Duplicates int         `json:"duplicates"`
+	Invalid    int         `json:"invalid"`
+	Chunks     []ChunkView `json:"chunks"`
+}
+
+func (s *Server) chunkView(ch store.Chunk) ChunkView {
+	v := ChunkView{SubmissionID: ch.SubmissionID, Index: ch.Index, State: string(ch.State), CPFs: ch.CPFCount,
+		BatchID: ch.BatchID, Attempts: ch.Attempts, LastError: ch.LastError}
+	if !ch.SentAt.IsZero() {
+		t := ch.SentAt
+		v.SentAt = &t
+	}
+	if ch.BatchID != "" {
+		if b, err := s.o.Store.Get(ch.BatchID); err == nil {
+			v.BatchState = string(b.State)
+		}
+	}
+	return v
+}
+
+// createSubmission is POST /admin/submissions. The body is text/plain (one
+// CPF a line), text/csv (?column= names the CPF column) or
+// application/json ({"cpfs":[...]}); ?strict=true stores nothing when any
+// line is invalid.
+func (s *Server) createSubmission(c echo.Context) error {
+	ct, _, _ := mime.ParseMediaType(c.Request().Header.Get("Content-Type"))
+	o := submit.IntakeOptions{Column: c.QueryParam("column")}
+	switch ct {
+	case "text/plain", "":
+		o.Format = submit.FormatLines
+	case "text/csv":
+		o.Format = submit.FormatCSV
+		if o.Column == "" {
+			return fail(c, http.StatusBadRequest, "text/csv needs ?column= naming the CPF column")
+		}
+	case "application/json":
+		o.Format = submit.FormatJSON
+	default:
+		return fail(c, http.StatusUnsupportedMediaType, "Content-Type must be text/plain, text/csv or application/json")
+	}
+	body := http.MaxBytesReader(c.Response(), c.Request().Body, s.o.MaxSubmissionBytes)
+	rc, err := s.o.Submissions.Submit(body, o, c.QueryParam("strict") == "true")
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return fail(c, http.StatusRequestEntityTooLarge,
+			fmt.Sprintf("body larger than %d bytes (BATCHHOOK_MAX_SUBMISSION_BYTES); split the file", s.o.MaxSubmissionBytes))
+	case errors.Is(err, submit.ErrBadBody):
+		return fail(c, http.StatusBadRequest, err.Error())
+	case errors.Is(err, submit.ErrNothingValid):
+		v := receiptView(rc)
+		v.Error = err.Error()
+		return c.JSON(http.StatusUnprocessableEntity, v)
+	case err != nil:
+		return storeError(c, err)
+	}
+	return c.JSON(http.StatusAccepted, receiptView(rc))
+}
+
+func (s *Server) showSubmission(c echo.Context) error {
+	sub, chunks, err := s.o.Submissions.Get(c.Param("id"))
+	if err != nil {
+		return storeError(c, err)
+	}
+	v := SubmissionView{ID: sub.ID, ResubmitOf: sub.ResubmitOf, CreatedAt: sub.CreatedAt, Lines: sub.Lines, Valid: sub.Valid,
+		Duplicates: sub.Duplicates, Invalid: sub.Invalid, Chunks: make([]ChunkView, 0, len(chunks))}
+	for _, ch := range chunks {
+		v.Chunks = append(v.Chunks, s.chunkView(ch))
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+// listChunks is GET /admin/chunks?state=submit_unknown (the default): the
+// chunks an operator must decide about.
+func (s *Server) listChunks(c echo.Context) error {
+	state := store.ChunkState(c.QueryParam("state"))
+	if state == "" {
+		state = store.ChunkUnknown
+	}
+	known := false
+	for _, st := range store.ChunkStates {
+		known = known || st == state
+	}
+	if !known {
+		return fail(c, http.StatusBadRequest, "state must be waiting, sending, submitted, submit_unknown or failed")
+	}
+	limit, ok := limitParam(c)
+	if !ok {
+		return fail(c, http.StatusBadRequest, "limit must be 1 to 1000")
+	}
+	chunks, err := s.o.Store.ChunksIn(state, limit)
+	if err != nil {
+		return storeError(c, err)
+	}
+	out := listReply[ChunkView]{Items: make([]ChunkView, 0, len(chunks))}
+	for _, ch := range chunks {
+		out.Items = append(out.Items, s.chunkView(ch))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// track is POST /admin/batches/:id/track: 201 when batchhook starts
+// tracking the batch, 200 when it already knew it.
+func (s *Server) track(c echo.Context) error {
+	b, created, err := s.o.Submissions.Track(c.Param("id"))
+	if errors.Is(err, submit.ErrBadBatchID) {
+		return fail(c, http.StatusBadRequest, err.Error())
+	}
+	if err != nil {
+		return storeError(c, err)
+	}
+	if created {
+		return c.JSON(http.StatusCreated, viewOf(b))
+	}
+	return c.JSON(http.StatusOK, viewOf(b))
+}
+
+func (s *Server) resubmit(c echo.Context) error {
+	rc, err := s.o.Submissions.Resubmit(c.Param("id"))
+	if errors.Is(err, submit.ErrRefused) {
+		return fail(c, http.StatusConflict, err.Error())
+	}
+	if err != nil {
+		return storeError(c, err)
+	}
+	return c.JSON(http.StatusAccepted, receiptView(rc))
+}

@@ -1,0 +1,53 @@
+package daemon
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/batchhook/batchhook/export"
+	"github.com/batchhook/batchhook/fetcher"
+	"github.com/batchhook/batchhook/store"
+	"github.com/batchhook/batchhook/submit"
+)
+
+// submitSide wires the submit package: the submitter that sends chunks to
+// the provider, the reconciler that polls batches whose notification did
+// not come (reading status through the fetcher's client), and the service
+// the admin API drives.
+func (d *Daemon) submitSide(reader *fetcher.Client) (*submit.Submitter, *submit.Reconciler, *submit.Service, error) {
+	cfg := d.cfg
+	client, err := submit.NewClient(submit.ClientOptions{BaseURL: cfg.APIBaseURL,
+		APIKey: func() []byte { return *d.apiKey.Load() }, Timeout: cfg.FetchTimeout})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	recent, err := d.store.RecentSends(time.Now().Add(-time.Minute))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	sub, err := submit.NewSubmitter(submit.SubmitterOptions{Queue: d.store, Sender: client,
+		Logger:    d.log.With().Str("component", "submitter").Logger(),
+		PerMinute: cfg.SubmitPerMinute, MaxInFlight: cfg.MaxInFlight, Recent: recent, ReconcileAfter: cfg.ReconcileAfter,
+		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Observer: d.metrics})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rec, err := submit.NewReconciler(submit.ReconcilerOptions{Queue: d.store, Reader: reader,
+		Logger:    d.log.With().Str("component", "reconciler").Logger(),
+		Retention: cfg.Retention, BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Observer: d.metrics})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	svc, err := submit.NewService(submit.ServiceOptions{Store: d.store,
+		Logger: d.log.With().Str("component", "submit").Logger(),
+		Rule:   submit.ResubmitRule{Field: cfg.ResubmitField, Values: cfg.ResubmitValueList(), CPFField: cfg.ItemCPFField},
+		Results: func(b store.Batch) (io.ReadCloser, error) {
+			return os.Open(filepath.Join(b.ExportPath, export.ResultsFile))
+		}})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return sub, rec, svc, nil
+}
