@@ -42,19 +42,30 @@ func commonFlags(fs *flag.FlagSet) (asJSON *bool, client func() (*adminClient, e
 	}
 }
 
-// apiError is a non-2xx reply of the admin API.
+// apiError is a non-2xx reply of the admin API; body is the reply, for
+// the routes that answer an error with details (a 422 intake).
 type apiError struct {
 	status int
 	reason string
+	body   []byte
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("admin API: HTTP %d: %s", e.status, e.reason) }
 
-// do sends a request and returns the body of a 2xx reply.
+// do sends a request without a body and returns the body of a 2xx reply.
 func (c *adminClient) do(ctx context.Context, method, path string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
+	return c.send(ctx, method, path, "", nil)
+}
+
+// send sends a request with body (of contentType) and returns the body of a
+// 2xx reply.
+func (c *adminClient) send(ctx context.Context, method, path, contentType string, body io.Reader) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
 		return nil, fmt.Errorf("build request: %w", err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	if len(c.token) > 0 {
 		req.Header.Set("Authorization", "Bearer "+string(c.token))
@@ -64,7 +75,7 @@ func (c *adminClient) do(ctx context.Context, method, path string) ([]byte, erro
 		return nil, fmt.Errorf("reach the admin API at %s (is batchhook running? see --admin): %w", c.base, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	reply, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
 		return nil, fmt.Errorf("read admin API reply: %w", err)
 	}
@@ -72,13 +83,13 @@ func (c *adminClient) do(ctx context.Context, method, path string) ([]byte, erro
 		var e struct {
 			Error string `json:"error"`
 		}
-		_ = json.Unmarshal(body, &e)
+		_ = json.Unmarshal(reply, &e)
 		if e.Error == "" {
 			e.Error = http.StatusText(resp.StatusCode)
 		}
-		return nil, &apiError{resp.StatusCode, e.Error}
+		return nil, &apiError{resp.StatusCode, e.Error, reply}
 	}
-	return body, nil
+	return reply, nil
 }
 
 func printJSON(w io.Writer, raw []byte) error {

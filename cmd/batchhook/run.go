@@ -25,6 +25,10 @@ Usage:
   batchhook demo                  the whole pipeline on loopback against the simulator
   batchhook batches list|show|refetch   inspect batches, refetch one (admin API)
   batchhook quarantine list|show  signed deliveries rejected by validation (admin API)
+  batchhook submit FILE|-         submit a file of CPFs through the daemon, within the provider's limits
+  batchhook submissions show|unknown   a submission's batches; chunks left submit_unknown
+  batchhook track ID...           poll batches submitted elsewhere until final, then export them
+  batchhook resubmit ID           submit again the unresolved CPFs of an expired or partial batch
   batchhook sign | verify         compute or check a webhook signature
   batchhook healthcheck           exit 0 when the daemon's /healthz answers
   batchhook bench                 load a webhook endpoint (or --bare: the baseline)
@@ -50,6 +54,14 @@ func run(ctx context.Context, args []string, e env) int {
 		return batches(ctx, args[1:], e.stdout, e.stderr)
 	case "quarantine":
 		return quarantine(ctx, args[1:], e.stdout, e.stderr)
+	case "submit":
+		return submitCmd(ctx, args[1:], e)
+	case "submissions":
+		return submissionsCmd(ctx, args[1:], e)
+	case "track":
+		return trackCmd(ctx, args[1:], e)
+	case "resubmit":
+		return resubmitCmd(ctx, args[1:], e)
 	case "sign":
 		return signCmd(args[1:], e.stdin, e.stdout, e.stderr)
 	case "verify":

@@ -1,0 +1,337 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"text/tabwriter"
+	"time"
+)
+
+const submitUsage = `Usage:
+  batchhook submit [--column NAME] [--strict] [--no-wait] [--json] [--admin URL] FILE|-
+
+Sends a file of CPFs (one a line, or a CSV whose column NAME holds them) to
+the running daemon, which validates the check digits, drops duplicates,
+splits the rest into batches of at most 1,000 and submits them within the
+provider's limits. Invalid lines are printed with their line numbers, masked.
+Then it waits until every batch is submitted (progress on a terminal) and
+prints the batch ids, one a line, or the submission as JSON.
+Exit status: 0 when every chunk was submitted, 1 otherwise.
+`
+
+type intakeReply struct {
+	SubmissionID string `json:"submission_id"`
+	Lines        int    `json:"lines"`
+	Valid        int    `json:"valid"`
+	Duplicates   int    `json:"duplicates"`
+	Invalid      []struct {
+		Line   int    `json:"line"`
+		Masked string `json:"masked"`
+		Reason string `json:"reason"`
+	} `json:"invalid"`
+	Chunks int    `json:"chunks"`
+	Error  string `json:"error"`
+}
+
+type chunkRow struct {
+	SubmissionID string `json:"submission_id"`
+	Index        int    `json:"index"`
+	State        string `json:"state"`
+	CPFs         int    `json:"cpfs"`
+	BatchID      string `json:"batch_id"`
+	BatchState   string `json:"batch_state"`
+	Attempts     int    `json:"attempts"`
+	LastError    string `json:"last_error"`
+}
+
+type submissionReply struct {
+	ID     string     `json:"id"`
+	Chunks []chunkRow `json:"chunks"`
+}
+
+func submitCmd(ctx context.Context, args []string, e env) int {
+	fs := flag.NewFlagSet("submit", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() { fmt.Fprint(e.stderr, submitUsage); fs.PrintDefaults() }
+	asJSON, client := commonFlags(fs)
+	column := fs.String("column", "", "the input is CSV with a header; NAME is the column holding the CPFs")
+	strict := fs.Bool("strict", false, "submit nothing when any line is invalid")
+	noWait := fs.Bool("no-wait", false, "print the submission id and return at once")
+	every := fs.Duration("poll", time.Second, "how often to ask the daemon for progress")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return 2
+	}
+	if len(pos) != 1 {
+		fmt.Fprint(e.stderr, "batchhook submit: give one FILE, or - for standard input\n")
+		return 2
+	}
+	c, err := client()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "batchhook submit: %v\n", err)
+		return 2
+	}
+	in := e.stdin
+	if pos[0] != "-" {
+		f, err := os.Open(pos[0])
+		if err != nil {
+			fmt.Fprintf(e.stderr, "batchhook submit: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		in = f
+	}
+	q, ct := url.Values{}, "text/plain"
+	if *column != "" {
+		q.Set("column", *column)
+		ct = "text/csv"
+	}
+	if *strict {
+		q.Set("strict", "true")
+	}
+	raw, err := c.send(ctx, http.MethodPost, "/admin/submissions?"+q.Encode(), ct, in)
+	var ae *apiError
+	if errors.As(err, &ae) && ae.status == http.StatusUnprocessableEntity {
+		raw = ae.body
+	} else if err != nil {
+		fmt.Fprintf(e.stderr, "batchhook submit: %v\n", explain(err))
+		return 1
+	}
+	var rc intakeReply
+	if err := json.Unmarshal(raw, &rc); err != nil {
+		return exitOf(fmt.Errorf("decode reply: %w", err), e.stderr)
+	}
+	for _, inv := range rc.Invalid {
+		fmt.Fprintf(e.stderr, "line %d: %s: %s\n", inv.Line, inv.Masked, inv.Reason)
+	}
+	fmt.Fprintf(e.stderr, "%d lines: %d valid CPFs, %d duplicates dropped, %d invalid\n", rc.Lines, rc.Valid, rc.Duplicates, len(rc.Invalid))
+	if rc.Error != "" {
+		fmt.Fprintf(e.stderr, "batchhook submit: %s\n", rc.Error)
+		return 1
+	}
+	fmt.Fprintf(e.stderr, "submission %s: %d batches to submit\n", rc.SubmissionID, rc.Chunks)
+	if *noWait {
+		if *asJSON {
+			return exitOf(printJSON(e.stdout, raw), e.stderr)
+		}
+		fmt.Fprintln(e.stdout, rc.SubmissionID)
+		return 0
+	}
+	return waitSubmitted(ctx, c, rc.SubmissionID, *every, *asJSON, e)
+}
+
+// waitSubmitted polls the submission until no chunk waits, then prints the
+// batch ids and says which chunks did not make it.
+func waitSubmitted(ctx context.Context, c *adminClient, id string, every time.Duration, asJSON bool, e env) int {
+	tty := isTerminal(e.stderr)
+	for {
+		raw, err := c.do(ctx, http.MethodGet, "/admin/submissions/"+url.PathEscape(id))
+		if err != nil {
+			fmt.Fprintf(e.stderr, "\nbatchhook submit: %v (the daemon keeps submitting: batchhook submissions show %s)\n", err, id)
+			return 1
+		}
+		var sub submissionReply
+		if err := json.Unmarshal(raw, &sub); err != nil {
+			return exitOf(fmt.Errorf("decode reply: %w", err), e.stderr)
+		}
+		counts := map[string]int{}
+		for _, ch := range sub.Chunks {
+			counts[ch.State]++
+		}
+		pending := counts["waiting"] + counts["sending"]
+		if tty {
+			fmt.Fprintf(e.stderr, "\rsubmitted %d/%d batches", counts["submitted"], len(sub.Chunks))
+		}
+		if pending == 0 {
+			if tty {
+				fmt.Fprintln(e.stderr)
+			}
+			return reportSubmitted(sub, raw, counts, asJSON, e)
+		}
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(e.stderr, "\nstopped waiting; the daemon keeps submitting: batchhook submissions show %s\n", id)
+			return 1
+		case <-time.After(every):
+		}
+	}
+}
+
+func reportSubmitted(sub submissionReply, raw []byte, counts map[string]int, asJSON bool, e env) int {
+	if asJSON {
+		if err := printJSON(e.stdout, raw); err != nil {
+			return exitOf(err, e.stderr)
+		}
+	} else {
+		for _, ch := range sub.Chunks {
+			if ch.BatchID != "" {
+				fmt.Fprintln(e.stdout, ch.BatchID)
+			}
+		}
+	}
+	bad := 0
+	for _, ch := range sub.Chunks {
+		if ch.State == "failed" || ch.State == "submit_unknown" {
+			bad++
+			fmt.Fprintf(e.stderr, "chunk %d (%d CPFs) %s: %s\n", ch.Index, ch.CPFs, ch.State, ch.LastError)
+		}
+	}
+	if bad > 0 {
+		fmt.Fprintf(e.stderr, "batchhook submit: %d of %d batches were not submitted (%d failed, %d submit_unknown: see README)\n",
+			bad, len(sub.Chunks), counts["failed"], counts["submit_unknown"])
+		return 1
+	}
+	return 0
+}
+
+const submissionsUsage = `Usage:
+  batchhook submissions show ID [--json] [--admin URL]
+  batchhook submissions unknown [--json] [--admin URL]
+
+"show" lists a submission's batches (chunks) and their states; "unknown"
+lists the chunks left submit_unknown: the provider may have accepted them,
+so batchhook never sends them again by itself.
+`
+
+func submissionsCmd(ctx context.Context, args []string, e env) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(e.stderr, submissionsUsage)
+		return 2
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet("submissions "+sub, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() { fmt.Fprint(e.stderr, submissionsUsage); fs.PrintDefaults() }
+	asJSON, client := commonFlags(fs)
+	pos, err := parseArgs(fs, args[1:])
+	if err != nil {
+		return 2
+	}
+	c, err := client()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "batchhook submissions: %v\n", err)
+		return 2
+	}
+	var (
+		raw    []byte
+		chunks []chunkRow
+	)
+	switch {
+	case sub == "show" && len(pos) == 1:
+		raw, err = c.do(ctx, http.MethodGet, "/admin/submissions/"+url.PathEscape(pos[0]))
+		var s submissionReply
+		if err == nil {
+			err = json.Unmarshal(raw, &s)
+		}
+		chunks = s.Chunks
+	case sub == "unknown" && len(pos) == 0:
+		raw, err = c.do(ctx, http.MethodGet, "/admin/chunks?state=submit_unknown&limit=1000")
+		var page struct {
+			Items []chunkRow `json:"items"`
+		}
+		if err == nil {
+			err = json.Unmarshal(raw, &page)
+		}
+		chunks = page.Items
+	default:
+		fmt.Fprintf(e.stderr, "batchhook submissions: bad arguments\n%s", submissionsUsage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "batchhook submissions %s: %v\n", sub, err)
+		return 1
+	}
+	if *asJSON {
+		return exitOf(printJSON(e.stdout, raw), e.stderr)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "SUBMISSION\tCHUNK\tSTATE\tCPFS\tBATCH\tBATCH STATE\tATTEMPTS\tLAST ERROR")
+	for _, ch := range chunks {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%d\t%s\n", ch.SubmissionID, ch.Index, ch.State, ch.CPFs, ch.BatchID,
+			ch.BatchState, ch.Attempts, oneLine(ch.LastError, 60))
+	}
+	tw.Flush()
+	return 0
+}
+
+const trackUsage = `Usage:
+  batchhook track [--admin URL] ID...
+  batchhook resubmit [--json] [--admin URL] ID
+
+"track" makes batchhook poll batches submitted elsewhere until final, then
+fetch and export them. "resubmit" submits again the CPFs that an exported
+expired or partial batch shows unresolved (README, "Submitting").
+`
+
+func trackCmd(ctx context.Context, args []string, e env) int {
+	fs := flag.NewFlagSet("track", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() { fmt.Fprint(e.stderr, trackUsage); fs.PrintDefaults() }
+	_, client := commonFlags(fs)
+	ids, err := parseArgs(fs, args)
+	if err != nil {
+		return 2
+	}
+	if len(ids) == 0 {
+		fmt.Fprint(e.stderr, trackUsage)
+		return 2
+	}
+	c, err := client()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "batchhook track: %v\n", err)
+		return 2
+	}
+	code := 0
+	for _, id := range ids {
+		raw, err := c.do(ctx, http.MethodPost, "/admin/batches/"+url.PathEscape(id)+"/track")
+		if err != nil {
+			fmt.Fprintf(e.stderr, "batchhook track %s: %v\n", id, err)
+			code = 1
+			continue
+		}
+		var b batchRow
+		_ = json.Unmarshal(raw, &b)
+		fmt.Fprintf(e.stdout, "%s\t%s\n", b.ID, b.State)
+	}
+	return code
+}
+
+func resubmitCmd(ctx context.Context, args []string, e env) int {
+	fs := flag.NewFlagSet("resubmit", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() { fmt.Fprint(e.stderr, trackUsage); fs.PrintDefaults() }
+	asJSON, client := commonFlags(fs)
+	ids, err := parseArgs(fs, args)
+	if err != nil {
+		return 2
+	}
+	if len(ids) != 1 {
+		fmt.Fprint(e.stderr, trackUsage)
+		return 2
+	}
+	c, err := client()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "batchhook resubmit: %v\n", err)
+		return 2
+	}
+	raw, err := c.do(ctx, http.MethodPost, "/admin/batches/"+url.PathEscape(ids[0])+"/resubmit")
+	if err != nil {
+		fmt.Fprintf(e.stderr, "batchhook resubmit: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		return exitOf(printJSON(e.stdout, raw), e.stderr)
+	}
+	var rc intakeReply
+	if err := json.Unmarshal(raw, &rc); err != nil {
+		return exitOf(fmt.Errorf("decode reply: %w", err), e.stderr)
+	}
+	fmt.Fprintf(e.stdout, "submission %s: %d CPFs of %s in %d batches\n", rc.SubmissionID, rc.Valid, ids[0], rc.Chunks)
+	return 0
+}
