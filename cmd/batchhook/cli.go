@@ -118,6 +118,11 @@ type batchRow struct {
 	Attempt       int        `json:"delivery_attempt"`
 	Flags         []string   `json:"flags"`
 	Refetch       bool       `json:"refetch"`
+	SubmissionID  string     `json:"submission_id"`
+	CPFCount      int        `json:"cpf_count"`
+	SubmittedAt   *time.Time `json:"submitted_at"`
+	PollAttempts  int        `json:"poll_attempts"`
+	NextPollAt    *time.Time `json:"next_poll_at"`
 }
 
 const batchesUsage = `Usage:
@@ -144,7 +149,7 @@ func batches(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, batchesUsage); fs.PrintDefaults() }
 	asJSON, client := commonFlags(fs)
-	state := fs.String("state", "", "only batches in this state (queued, fetching, exported, abandoned)")
+	state := fs.String("state", "", "only batches in this state (submitted, tracked, queued, fetching, exported, abandoned)")
 	limit := fs.Int("limit", 50, "batches per page (1 to 1000)")
 	cursor := fs.String("cursor", "", "next_cursor of a previous page")
 	pos, err := parseArgs(fs, args[1:])
@@ -218,6 +223,19 @@ func batches(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if b.NextAttemptAt != nil {
 		rows = append(rows, [2]string{"next attempt", b.NextAttemptAt.UTC().Format(time.RFC3339)})
+	}
+	if b.SubmittedAt != nil {
+		rows = append(rows, [2]string{"submitted", b.SubmittedAt.UTC().Format(time.RFC3339)})
+	}
+	if b.SubmissionID != "" {
+		rows = append(rows, [2]string{"submission", fmt.Sprintf("%s (%d CPFs)", b.SubmissionID, b.CPFCount)})
+	}
+	if b.PollAttempts > 0 || b.NextPollAt != nil {
+		next := ""
+		if b.NextPollAt != nil {
+			next = ", next " + b.NextPollAt.UTC().Format(time.RFC3339)
+		}
+		rows = append(rows, [2]string{"polls", fmt.Sprintf("%d%s", b.PollAttempts, next)})
 	}
 	for _, r := range [][2]string{{"last error", b.LastError}, {"error kind", b.ErrorKind}, {"export", b.ExportPath}, {"flags", strings.Join(b.Flags, "; ")}} {
 		if r[1] != "" {

@@ -93,14 +93,14 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		d.log.Info().Str("component", "daemon").Str("event", "leases_released").Int("batches", n).
 			Msg("batches left in fetching by the previous run resume from their checkpoint")
 	}
-	if unknown, err := d.store.ResolveSending(time.Now()); err != nil {
+	unknown, err := d.store.ResolveSending(time.Now())
+	if err != nil {
 		return err
-	} else {
-		for _, c := range unknown {
-			d.log.Error().Str("component", "submitter").Str("event", "chunk_submit_unknown").Str("submission_id", c.SubmissionID).
-				Int("chunk", c.Index).Int("cpfs", c.CPFCount).Str("reason", c.LastError).
-				Msg("the provider may have accepted this chunk; it is not sent again automatically (see README, submit_unknown)")
-		}
+	}
+	for _, c := range unknown {
+		d.log.Error().Str("component", "submitter").Str("event", "chunk_submit_unknown").Str("submission_id", c.SubmissionID).
+			Int("chunk", c.Index).Int("cpfs", c.CPFCount).Str("reason", c.LastError).
+			Msg("the provider may have accepted this chunk; it is not sent again automatically (see README, submit_unknown)")
 	}
 	if d.sink, err = export.New(cfg.ExportDir); err != nil {
 		return err
