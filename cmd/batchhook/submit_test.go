@@ -320,3 +320,31 @@ func waitUntil(t *testing.T, timeout time.Duration, ok func() bool, msg string) 
 	}
 	t.Fatal(msg)
 }
+
+// TestSubmitCSVStrict: --column reads a CSV column, and --strict stores
+// nothing when a line is invalid, naming the line, masked.
+func TestSubmitCSVStrict(t *testing.T) {
+	s := newSetup(t, lookupsim.Options{})
+	d := startDaemon(t, s.addr, s.env)
+	good := lookupsim.SampleCPFs(2, 9)
+	csv := "name,cpf\n\"Ana\nMaria\",\"" + good[0] + "\"\nJoão,123.456.789-00\nZé," + good[1] + "\n"
+	path := filepath.Join(t.TempDir(), "people.csv")
+	if err := os.WriteFile(path, []byte(csv), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runCLI(t, d, 20*time.Second, "submit", "--column", "cpf", "--strict", path)
+	if code != 1 || !strings.Contains(stderr, "line 4: ***.456.789-**: check_digits") || !strings.Contains(stderr, "strict") {
+		t.Fatalf("--strict with an invalid line: exit %d\n%s", code, stderr)
+	}
+	if strings.Contains(stderr, "123.456.789-00") {
+		t.Fatal("invalid CPF printed unmasked")
+	}
+	out, stderr, code := runCLI(t, d, 20*time.Second, "submit", "--column", "CPF", "--no-wait", path)
+	if code != 0 || !strings.HasPrefix(out, "s_") || !strings.Contains(stderr, "2 valid CPFs") {
+		t.Fatalf("CSV submit: exit %d, out %q\n%s", code, out, stderr)
+	}
+	waitUntil(t, 10*time.Second, func() bool { return s.sim.Stats().Submitted == 1 }, "the CSV chunk was not submitted")
+	if _, stderr, code := runCLI(t, d, 10*time.Second, "submit", "--column", "document", path); code != 1 || !strings.Contains(stderr, "name") {
+		t.Fatalf("missing column: exit %d\n%s", code, stderr)
+	}
+}
