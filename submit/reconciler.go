@@ -108,7 +108,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 			wait = r.o.BackoffBase
 		}
 		if wait > 0 {
-			waitOrWake(ctx, r.o.Sleep, wait, r.o.Queue.PollWakeups())
+			waitOrWake(ctx, r.o.Sleep, wait, r.o.Queue.PollWakeups(), nil)
 		}
 	}
 	return nil

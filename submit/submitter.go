@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -70,7 +71,11 @@ type Submitter struct {
 	limit    *Limiter
 	failures int       // consecutive attempts that were not accepted
 	pause    time.Time // no attempt before this (after a 429, 5xx, auth error)
+	authHold bool      // the pause is for a refused API key
 	held     bool      // logged that MaxInFlight holds chunks back
+	// resume is signalled by Resume (a new API key): an auth pause ends.
+	resume     chan struct{}
+	resumeAuth atomic.Bool
 }
 
 // NewSubmitter checks o and returns a Submitter.
@@ -99,7 +104,8 @@ func NewSubmitter(o SubmitterOptions) (*Submitter, error) {
 	if o.Observer == nil {
 		o.Observer = nopObserver{}
 	}
-	return &Submitter{o: o, log: o.Logger, limit: NewLimiter(o.PerMinute, time.Minute, o.Recent)}, nil
+	return &Submitter{o: o, log: o.Logger, limit: NewLimiter(o.PerMinute, time.Minute, o.Recent),
+		resume: make(chan struct{}, 1)}, nil
 }
 
 type nopObserver struct{}
@@ -129,13 +135,24 @@ func (s *Submitter) Run(ctx context.Context) error {
 		if wait == 0 {
 			continue
 		}
-		waitOrWake(ctx, s.o.Sleep, wait, s.o.Queue.SubmitWakeups())
+		waitOrWake(ctx, s.o.Sleep, wait, s.o.Queue.SubmitWakeups(), s.resume)
 	}
 	return nil
 }
 
-// waitOrWake sleeps for d, or less when wake delivers or ctx ends.
-func waitOrWake(ctx context.Context, sleep func(context.Context, time.Duration) bool, d time.Duration, wake <-chan struct{}) {
+// Resume ends a pause caused by a refused API key (the daemon calls it
+// after a reload replaced the key). Safe from any goroutine.
+func (s *Submitter) Resume() {
+	s.resumeAuth.Store(true)
+	select {
+	case s.resume <- struct{}{}:
+	default:
+	}
+}
+
+// waitOrWake sleeps for d, or less when wake or resume delivers or ctx
+// ends (a nil resume never delivers).
+func waitOrWake(ctx context.Context, sleep func(context.Context, time.Duration) bool, d time.Duration, wake, resume <-chan struct{}) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan struct{})
@@ -143,6 +160,9 @@ func waitOrWake(ctx context.Context, sleep func(context.Context, time.Duration) 
 	select {
 	case <-done:
 	case <-wake:
+		cancel()
+		<-done
+	case <-resume:
 		cancel()
 		<-done
 	}
@@ -157,6 +177,9 @@ func (s *Submitter) Step(ctx context.Context) (time.Duration, error) {
 		return s.o.IdlePoll, err
 	}
 	now := s.o.Now()
+	if s.resumeAuth.Swap(false) && s.authHold {
+		s.pause, s.failures = time.Time{}, 0
+	}
 	if now.Before(s.pause) {
 		return s.pause.Sub(now), nil
 	}
@@ -222,7 +245,7 @@ func (s *Submitter) settle(c *store.Chunk, res Result) (time.Duration, error) {
 	default: // not sent, 429, 5xx, auth: the chunk stays first in line
 		s.failures++
 		delay := backoff.Delay(s.failures, s.o.BackoffBase, s.o.BackoffMax, res.RetryAfter, s.o.Jitter())
-		s.pause = now.Add(delay)
+		s.pause, s.authHold = now.Add(delay), res.Outcome == OutcomeAuth
 		log.Warn().Str("event", "chunk_retry").Str("reason", res.Reason).Int("attempt", c.Attempts+1).
 			Dur("retry_in", delay).Msg("chunk not accepted; it waits and is sent again")
 		return delay, s.o.Queue.ChunkRequeue(c.Seq, c.Index, res.Reason, now)

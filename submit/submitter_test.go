@@ -193,3 +193,30 @@ func TestSubmitterOutcomes(t *testing.T) {
 		t.Fatalf("batch %+v, %v", b, err)
 	}
 }
+
+// TestResumeEndsOnlyAnAuthPause: after a refused key, Resume (a reload)
+// sends the chunk at once; after a 429 it does not shorten the wait.
+func TestResumeEndsOnlyAnAuthPause(t *testing.T) {
+	for _, tc := range []struct {
+		outcome Outcome
+		resumed bool
+	}{{OutcomeAuth, true}, {OutcomeRateLimited, false}} {
+		st := openStore(t)
+		t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+		clock := &fakeClock{now: t0}
+		queueChunks(t, st, 1, t0)
+		sender := &scriptedSender{clock: clock, st: st, script: []Result{{Outcome: tc.outcome, Reason: "x"}}}
+		s := newTestSubmitter(t, st, clock, sender)
+		if wait, err := s.Step(context.Background()); err != nil || wait <= 0 {
+			t.Fatalf("%s: first step wait %v, %v", tc.outcome, wait, err)
+		}
+		s.Resume()
+		wait, err := s.Step(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sent := len(sender.calls) == 2; sent != tc.resumed {
+			t.Fatalf("%s: after Resume sent again = %v (wait %v), want %v", tc.outcome, sent, wait, tc.resumed)
+		}
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/batchhook/batchhook/internal/metrics"
 	"github.com/batchhook/batchhook/receiver"
 	"github.com/batchhook/batchhook/store"
+	"github.com/batchhook/batchhook/submit"
 )
 
 // LockTimeout is how long Start waits for another process's database lock.
@@ -46,6 +47,7 @@ type Daemon struct {
 	sink      *export.Dir
 	metrics   *metrics.Metrics
 	recv      *receiver.Server
+	submitter *submit.Submitter
 	admin     *admin.Server
 	addr      net.Addr
 	adminAddr net.Addr
@@ -128,6 +130,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	if err != nil {
 		return err
 	}
+	d.submitter = sub
 	loops = append(loops, sub.Run, rec.Run)
 	d.recv, err = receiver.New(receiver.Options{
 		Path: cfg.WebhookPath, MaxBodyBytes: cfg.MaxBodyBytes,

@@ -65,6 +65,9 @@ func (d *Daemon) Reload() error {
 			Msg("secret reloaded")
 	}
 	d.metrics.SecretsReloaded(true)
+	if d.submitter != nil {
+		d.submitter.Resume() // a chunk held back by a refused key is sent again now
+	}
 	if n, err := d.store.RetryNow(string(fetcher.KindAuth), time.Now()); err != nil {
 		log.Error().Str("event", "auth_retry_failed").Err(err).Msg("could not clear the API key backoff")
 	} else if n > 0 {
