@@ -27,6 +27,11 @@ func isFinal(status string) bool {
 	return false
 }
 
+// ErrUnknownBatch is what a StatusReader returns (wrapped) when the
+// provider does not know the batch (a 404): after NotFoundGrace of such
+// answers the batch is abandoned rather than polled until RETENTION.
+var ErrUnknownBatch = errors.New("the provider does not know the batch")
+
 // PollQueue is what the reconciler needs from the store.
 type PollQueue interface {
 	NextPoll(now time.Time) (*store.Batch, time.Time, error)
@@ -56,14 +61,17 @@ type ReconcilerOptions struct {
 	Logger zerolog.Logger
 	// Retention: a batch not final this long after its submission is
 	// abandoned (the provider keeps results 7 days).
-	Retention   time.Duration
-	BackoffBase time.Duration
-	BackoffMax  time.Duration
-	IdlePoll    time.Duration                                   // 0 = 1m
-	Now         func() time.Time                                // nil = time.Now
-	Sleep       func(ctx context.Context, d time.Duration) bool // nil = a timer
-	Jitter      func() float64                                  // nil = math/rand/v2
-	Observer    ReconcileObserver                               // nil = none
+	Retention time.Duration
+	// NotFoundGrace: a batch the provider still does not know this long
+	// after its submission (or tracking) is abandoned; 0 = only RETENTION.
+	NotFoundGrace time.Duration
+	BackoffBase   time.Duration
+	BackoffMax    time.Duration
+	IdlePoll      time.Duration                                   // 0 = 1m
+	Now           func() time.Time                                // nil = time.Now
+	Sleep         func(ctx context.Context, d time.Duration) bool // nil = a timer
+	Jitter        func() float64                                  // nil = math/rand/v2
+	Observer      ReconcileObserver                               // nil = none
 }
 
 // Reconciler polls submitted and tracked batches whose batch.completed did
@@ -148,6 +156,12 @@ func (r *Reconciler) poll(ctx context.Context, b *store.Batch, now time.Time) er
 		return nil // shutting down: the poll entry stays, the next run repeats it
 	}
 	delay := backoff.Delay(b.PollAttempts+1, r.o.BackoffBase, r.o.BackoffMax, 0, r.o.Jitter())
+	if errors.Is(err, ErrUnknownBatch) && r.o.NotFoundGrace > 0 && now.Sub(start) > r.o.NotFoundGrace {
+		reason := fmt.Sprintf("the provider still does not know the batch %s after it was submitted or tracked (BATCHHOOK_NOT_FOUND_GRACE): %v",
+			r.o.NotFoundGrace, err)
+		log.Error().Str("event", "batch_abandoned").Str("reason", reason).Msg("batch abandoned")
+		return r.o.Queue.AbandonAwaiting(b.ID, reason, now)
+	}
 	if err != nil {
 		log.Warn().Str("event", "poll_failed").Err(err).Int("attempt", b.PollAttempts+1).Dur("retry_in", delay).
 			Msg("could not read the batch's status; polling again later")

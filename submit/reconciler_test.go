@@ -3,6 +3,7 @@ package submit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +105,28 @@ func TestReconcilerAbandonsAfterRetention(t *testing.T) {
 	b, _ := st.Get("b1")
 	if b.State != store.StateAbandoned || !strings.Contains(b.LastError, "retention") || reader.calls != 0 {
 		t.Fatalf("batch %+v after retention (%d polls)", b, reader.calls)
+	}
+}
+
+func TestReconcilerAbandonsAnUnknownBatchAfterGrace(t *testing.T) {
+	st := openStore(t)
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	clock := &fakeClock{now: t0}
+	st.Track("b_typo", t0, t0)
+	reader := &fakeReader{err: fmt.Errorf("%w: HTTP 404", ErrUnknownBatch)}
+	r, _ := NewReconciler(ReconcilerOptions{Queue: st, Reader: reader, Logger: zerolog.Nop(), Retention: 7 * 24 * time.Hour,
+		NotFoundGrace: time.Hour, BackoffBase: time.Second, BackoffMax: time.Minute, Now: clock.Now})
+	if _, err := r.Step(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := st.Get("b_typo"); b.State != store.StateTracked {
+		t.Fatalf("abandoned within the grace: %+v", b)
+	}
+	clock.Advance(time.Hour + time.Minute)
+	if _, err := r.Step(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := st.Get("b_typo"); b.State != store.StateAbandoned || !strings.Contains(b.LastError, "NOT_FOUND_GRACE") {
+		t.Fatalf("after the grace: %+v", b)
 	}
 }

@@ -1,6 +1,9 @@
 package daemon
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -34,9 +37,10 @@ func (d *Daemon) submitSide(reader *fetcher.Client) (*submit.Submitter, *submit.
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	rec, err := submit.NewReconciler(submit.ReconcilerOptions{Queue: d.store, Reader: reader,
-		Logger:    d.log.With().Str("component", "reconciler").Logger(),
-		Retention: cfg.Retention, BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Observer: d.metrics})
+	rec, err := submit.NewReconciler(submit.ReconcilerOptions{Queue: d.store, Reader: statusReader{reader},
+		NotFoundGrace: cfg.NotFoundGrace,
+		Logger:        d.log.With().Str("component", "reconciler").Logger(),
+		Retention:     cfg.Retention, BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Observer: d.metrics})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -50,4 +54,17 @@ func (d *Daemon) submitSide(reader *fetcher.Client) (*submit.Submitter, *submit.
 		return nil, nil, nil, err
 	}
 	return sub, rec, svc, nil
+}
+
+// statusReader maps the fetcher client's 404 to submit.ErrUnknownBatch, so
+// the submit package needs no knowledge of the fetcher's error kinds.
+type statusReader struct{ c *fetcher.Client }
+
+func (r statusReader) Status(ctx context.Context, id string) (string, error) {
+	status, err := r.c.Status(ctx, id)
+	var fe *fetcher.Error
+	if errors.As(err, &fe) && fe.Kind == fetcher.KindNotFound {
+		return "", fmt.Errorf("%w: %v", submit.ErrUnknownBatch, err)
+	}
+	return status, err
 }
