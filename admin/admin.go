@@ -86,6 +86,7 @@ func New(o Options) (*Server, error) {
 	g.POST("/admin/batches/:id/resubmit", s.resubmit)
 	g.POST("/admin/submissions", s.createSubmission)
 	g.GET("/admin/submissions/:id", s.showSubmission)
+	g.POST("/admin/submissions/:id/chunks/:index/resend", s.resend)
 	g.GET("/admin/chunks", s.listChunks)
 	s.echo = e
 	s.srv = httpserver.New("admin listener", &http.Server{Handler: e, ReadHeaderTimeout: 5 * time.Second,

@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -21,6 +22,7 @@ type Submissions interface {
 	Get(id string) (*store.Submission, []store.Chunk, error)
 	Track(id string) (*store.Batch, bool, error)
 	Resubmit(batchID string) (*submit.Receipt, error)
+	Resend(submissionID string, index int) (*store.Chunk, error)
 }
 
 var _ Submissions = (*submit.Service)(nil)
@@ -179,6 +181,20 @@ func (s *Server) track(c echo.Context) error {
 		return c.JSON(http.StatusCreated, viewOf(b))
 	}
 	return c.JSON(http.StatusOK, viewOf(b))
+}
+
+// resend is POST /admin/submissions/:id/chunks/:index/resend: a failed or
+// submit_unknown chunk goes back in the queue (409 in any other state).
+func (s *Server) resend(c echo.Context) error {
+	index, err := strconv.Atoi(c.Param("index"))
+	if err != nil || index < 0 {
+		return fail(c, http.StatusBadRequest, "chunk index must be a non-negative integer")
+	}
+	ch, err := s.o.Submissions.Resend(c.Param("id"), index)
+	if err != nil {
+		return storeError(c, err)
+	}
+	return c.JSON(http.StatusAccepted, s.chunkView(*ch))
 }
 
 func (s *Server) resubmit(c echo.Context) error {

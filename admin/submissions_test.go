@@ -107,6 +107,21 @@ func TestTrackAndUnknownChunks(t *testing.T) {
 	if code != 200 || len(items) != 1 || items[0].(map[string]any)["state"] != "submit_unknown" {
 		t.Fatalf("GET /admin/chunks = %d %s", code, raw)
 	}
+	if code, _, raw := send(t, "POST", srv.URL+"/admin/submissions/s1/chunks/0/resend", "", ""); code != http.StatusAccepted || !strings.Contains(raw, `"state":"waiting"`) {
+		t.Fatalf("resend = %d %s", code, raw)
+	}
+	if code, _, _ := send(t, "POST", srv.URL+"/admin/submissions/s1/chunks/0/resend", "", ""); code != http.StatusConflict {
+		t.Fatalf("resend of a waiting chunk = %d, want 409", code)
+	}
+	if code, _, _ := send(t, "POST", srv.URL+"/admin/submissions/s1/chunks/7/resend", "", ""); code != http.StatusNotFound {
+		t.Fatalf("resend of a missing chunk = %d, want 404", code)
+	}
+	if code, _, _ := send(t, "POST", srv.URL+"/admin/submissions/s1/chunks/x/resend", "", ""); code != http.StatusBadRequest {
+		t.Fatalf("resend with a bad index = %d, want 400", code)
+	}
+	if c, _ := st.NextChunk(); c == nil || c.Index != 0 || len(c.CPFs) != 1 {
+		t.Fatalf("resent chunk not queued with its CPFs: %+v", c)
+	}
 }
 
 // exportBatch records a batch with status and an export holding items.

@@ -40,9 +40,10 @@ type ChunkState string
 //
 //	waiting ──submitter: before the POST──▶ sending
 //	sending ──provider accepted (batch id recorded with it)──▶ submitted
-//	sending ──request never sent, 429, 5xx──▶ waiting (retried, in order)
+//	sending ──request never sent, 429, 503, key refused──▶ waiting (retried, in order)
 //	sending ──provider refused it (other 4xx)──▶ failed
-//	sending ──sent, but the answer was lost (or a crash came)──▶ submit_unknown
+//	sending ──sent, but no usable answer (or a crash came)──▶ submit_unknown
+//	failed | submit_unknown ──operator: resend──▶ waiting
 const (
 	ChunkWaiting   ChunkState = "waiting"
 	ChunkSending   ChunkState = "sending"
@@ -160,12 +161,56 @@ func (s *Store) ChunkSending(seq uint64, index int, now time.Time) error {
 }
 
 // ChunkRequeue puts a chunk that was not accepted back at the head of the
-// queue (the request never left, or the provider answered 429 or 5xx).
-func (s *Store) ChunkRequeue(seq uint64, index int, reason string, now time.Time) error {
+// queue (the request never left, or the provider answered 429 or 503).
+// reached says whether the request got to the provider: if so it counts
+// in the rolling rate window, at now.
+func (s *Store) ChunkRequeue(seq uint64, index int, reason string, reached bool, now time.Time) error {
 	return s.updateChunk(seq, index, ChunkSending, func(tx *bolt.Tx, c *Chunk) error {
 		c.LastError, c.UpdatedAt = reason, now
+		if reached {
+			if err := addSent(tx, now, fmt.Sprintf("%s/%d", c.SubmissionID, c.Index)); err != nil {
+				return err
+			}
+		}
 		return setChunkState(tx, c, ChunkWaiting)
 	})
+}
+
+// ChunkResend puts a failed or submit_unknown chunk back in the queue, at
+// its place in intake order: an operator's decision, after checking with
+// the provider that it was not accepted (the provider bills per CPF found).
+func (s *Store) ChunkResend(submissionID string, index int, now time.Time) (*Chunk, error) {
+	var out *Chunk
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketSubmissions).Get([]byte(submissionID))
+		if v == nil {
+			return fmt.Errorf("submission %s: %w", submissionID, ErrNotFound)
+		}
+		var sub Submission
+		if err := json.Unmarshal(v, &sub); err != nil {
+			return fmt.Errorf("decode submission %s: %w", submissionID, err)
+		}
+		c, err := getChunk(tx, chunkKey(sub.Seq, index))
+		if err != nil {
+			return fmt.Errorf("chunk %d of submission %s: %w", index, submissionID, err)
+		}
+		if c.State != ChunkFailed && c.State != ChunkUnknown {
+			return fmt.Errorf("chunk %d of submission %s is %s; only failed or submit_unknown chunks are resent: %w",
+				index, submissionID, c.State, ErrState)
+		}
+		c.UpdatedAt = now
+		if err := setChunkState(tx, c, ChunkWaiting); err != nil {
+			return err
+		}
+		out = c
+		return putChunk(tx, c)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("resend chunk: %w", err)
+	}
+	s.notifySubmit()
+	out.CPFs = nil
+	return out, nil
 }
 
 // ChunkGiveUp ends a chunk that was being sent as failed (the provider
@@ -176,6 +221,9 @@ func (s *Store) ChunkGiveUp(seq uint64, index int, state ChunkState, reason stri
 	}
 	return s.updateChunk(seq, index, ChunkSending, func(tx *bolt.Tx, c *Chunk) error {
 		c.LastError, c.UpdatedAt = reason, now
+		if err := addSent(tx, now, fmt.Sprintf("%s/%d", c.SubmissionID, c.Index)); err != nil {
+			return err
+		}
 		return setChunkState(tx, c, state)
 	})
 }
@@ -193,10 +241,7 @@ func (s *Store) ChunkSubmitted(seq uint64, index int, batchID string, pollAt, no
 		if err := setChunkState(tx, c, ChunkSubmitted); err != nil {
 			return err
 		}
-		if err := tx.Bucket(bucketSent).Put(timeKey(now, batchID), nil); err != nil {
-			return err
-		}
-		if err := pruneSent(tx, now.Add(-sentKeep)); err != nil {
+		if err := addSent(tx, now, batchID); err != nil {
 			return err
 		}
 		b, err := getBatch(tx, batchID)
@@ -248,6 +293,11 @@ func (s *Store) ResolveSending(now time.Time) ([]Chunk, error) {
 		for _, ch := range stuck {
 			ch.LastError = "batchhook stopped while the chunk was being sent: the provider may have accepted it"
 			ch.UpdatedAt = now
+			// It may have arrived at any time up to now: count it in the
+			// rate window as arriving now, the latest it can have.
+			if err := addSent(tx, now, fmt.Sprintf("%s/%d", ch.SubmissionID, ch.Index)); err != nil {
+				return err
+			}
 			if err := setChunkState(tx, ch, ChunkUnknown); err != nil {
 				return err
 			}
@@ -265,8 +315,10 @@ func (s *Store) ResolveSending(now time.Time) ([]Chunk, error) {
 	return out, nil
 }
 
-// RecentSends returns when the submissions accepted since since were sent,
-// oldest first (the rate limiter's memory across restarts).
+// RecentSends returns the times of the submission attempts that reached
+// the provider since since, oldest first (the rate limiter's memory across
+// restarts). Each is the time the answer came (or the attempt was given
+// up), never earlier than the provider saw the request.
 func (s *Store) RecentSends(since time.Time) ([]time.Time, error) {
 	var out []time.Time
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -435,6 +487,15 @@ func putJSON(b *bolt.Bucket, key string, v any) error {
 		return fmt.Errorf("encode %s: %w", key, err)
 	}
 	return b.Put([]byte(key), data)
+}
+
+// addSent notes an attempt that reached the provider at (or before) at,
+// and forgets those older than sentKeep.
+func addSent(tx *bolt.Tx, at time.Time, ref string) error {
+	if err := tx.Bucket(bucketSent).Put(timeKey(at, ref), nil); err != nil {
+		return err
+	}
+	return pruneSent(tx, at.Add(-sentKeep))
 }
 
 func pruneSent(tx *bolt.Tx, before time.Time) error {

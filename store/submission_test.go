@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -162,7 +163,7 @@ func TestChunkRequeueAndGiveUp(t *testing.T) {
 	addSub(t, s, "sa", []string{"52998224725"}, []string{"11144477735"})
 	c := mustNext(t, s)
 	s.ChunkSending(c.Seq, c.Index, t0)
-	if err := s.ChunkRequeue(c.Seq, c.Index, "HTTP 429", t0); err != nil {
+	if err := s.ChunkRequeue(c.Seq, c.Index, "HTTP 429", true, t0); err != nil {
 		t.Fatal(err)
 	}
 	again := mustNext(t, s)
@@ -283,5 +284,76 @@ func TestPollRescheduleReconcileAndAbandon(t *testing.T) {
 	counts, _ := s.Counts()
 	if counts[StateTracked] != 0 || counts[StateAbandoned] != 1 || counts[StateQueued] != 1 {
 		t.Fatalf("counts %v", counts)
+	}
+}
+
+// TestEveryAttemptThatReachedTheProviderCountsInTheRateWindow: accepted,
+// refused, unknown and rate-limited attempts all count; one that never left
+// does not; a crash mid-send counts at the restart.
+func TestEveryAttemptThatReachedTheProviderCountsInTheRateWindow(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir)
+	addSub(t, s, "sa", []string{"1"}, []string{"2"}, []string{"3"}, []string{"4"}, []string{"5"})
+	step := func(i int, settle func(c *Chunk) error) {
+		t.Helper()
+		c := mustNext(t, s)
+		if err := s.ChunkSending(c.Seq, c.Index, t0); err != nil {
+			t.Fatal(err)
+		}
+		if err := settle(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
+	step(0, func(c *Chunk) error { return s.ChunkRequeue(c.Seq, c.Index, "connection refused", false, at(1)) })
+	step(0, func(c *Chunk) error { return s.ChunkRequeue(c.Seq, c.Index, "HTTP 429", true, at(2)) })
+	step(0, func(c *Chunk) error { _, err := s.ChunkSubmitted(c.Seq, c.Index, "b1", at(100), at(3)); return err })
+	step(1, func(c *Chunk) error { return s.ChunkGiveUp(c.Seq, c.Index, ChunkFailed, "HTTP 400", at(4)) })
+	step(2, func(c *Chunk) error { return s.ChunkGiveUp(c.Seq, c.Index, ChunkUnknown, "timeout", at(5)) })
+	c := mustNext(t, s)
+	s.ChunkSending(c.Seq, c.Index, at(6))
+	s.Close()
+	s = openTest(t, dir)
+	if _, err := s.ResolveSending(at(7)); err != nil {
+		t.Fatal(err)
+	}
+	sends, err := s.RecentSends(t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var secs []int
+	for _, x := range sends {
+		secs = append(secs, int(x.Sub(t0)/time.Second))
+	}
+	if fmt.Sprint(secs) != "[2 3 4 5 7]" {
+		t.Fatalf("rate window holds attempts at %v s, want [2 3 4 5 7]", secs)
+	}
+}
+
+func TestChunkResendIsAnOperatorDecision(t *testing.T) {
+	s := openTest(t, t.TempDir())
+	addSub(t, s, "sa", []string{"52998224725"}, []string{"11144477735"})
+	c := mustNext(t, s)
+	if _, err := s.ChunkResend("sa", 0, t0); !errors.Is(err, ErrState) {
+		t.Fatalf("resend of a waiting chunk = %v, want ErrState", err)
+	}
+	s.ChunkSending(c.Seq, c.Index, t0)
+	s.ChunkGiveUp(c.Seq, c.Index, ChunkUnknown, "timeout", t0)
+	if next := mustNext(t, s); next.Index != 1 {
+		t.Fatalf("next = %d", next.Index)
+	}
+	got, err := s.ChunkResend("sa", 0, t0)
+	if err != nil || got.State != ChunkWaiting || got.CPFs != nil {
+		t.Fatalf("ChunkResend = %+v, %v", got, err)
+	}
+	if next := mustNext(t, s); next.Index != 0 || len(next.CPFs) != 1 {
+		t.Fatalf("resent chunk is not first in line with its CPFs: %+v", next)
+	}
+	if _, err := s.ChunkResend("nope", 0, t0); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown submission = %v", err)
+	}
+	counts, _ := s.ChunkCounts()
+	if counts[ChunkUnknown] != 0 || counts[ChunkWaiting] != 2 {
+		t.Fatalf("chunk counts %v", counts)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/batchhook/batchhook/store"
@@ -46,14 +47,16 @@ const (
 	OutcomeRateLimited Outcome = "rate_limited"
 	// OutcomeAuth: 401 or 403; retried after the backoff (or a reload).
 	OutcomeAuth Outcome = "auth"
-	// OutcomeServerError: 5xx. Assumed not accepted (the provider answered
-	// that it failed), so retried.
+	// OutcomeServerError: 503 Service Unavailable, which says the request
+	// was not processed; retried. Other 5xx (500, 502, 504) may come after
+	// the provider committed the batch, so they are OutcomeUnknown.
 	OutcomeServerError Outcome = "server_error"
 	// OutcomeRejected: any other status; the chunk fails with the reason.
 	OutcomeRejected Outcome = "rejected"
 	// OutcomeUnknown: the request was sent but no usable answer came back
-	// (timeout, dropped connection, 2xx without a batch id): the provider
-	// may have accepted it, so the chunk is never sent again automatically.
+	// (timeout, dropped connection, 2xx without a batch id, a 5xx other
+	// than 503): the provider may have accepted it, so the chunk is never
+	// sent again automatically.
 	OutcomeUnknown Outcome = "unknown"
 )
 
@@ -74,7 +77,7 @@ type ClientOptions struct {
 	// APIKey returns the current Bearer key (called per request).
 	APIKey  func() []byte
 	Timeout time.Duration // one request, reply included
-	HTTP    *http.Client  // nil = a client that follows no redirects
+	HTTP    *http.Client  // nil = no redirects followed, no kept-alive connections
 }
 
 // Client sends chunks to the provider.
@@ -95,7 +98,13 @@ func NewClient(o ClientOptions) (*Client, error) {
 	if o.HTTP == nil {
 		// A redirect would send the CPFs somewhere else, or resend them:
 		// neither is done silently.
-		o.HTTP = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		// A fresh connection per submission (at most a few a minute): a
+		// kept-alive one the server closed just as the POST went out would
+		// make an unsent chunk look submit_unknown.
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.DisableKeepAlives = true
+		o.HTTP = &http.Client{Transport: t,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	return &Client{o: o, url: base.String() + "/api/v1/batches"}, nil
 }
@@ -108,9 +117,12 @@ func (c *Client) Submit(ctx context.Context, cpfs []string) Result {
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
 	defer cancel()
-	var wrote bool
+	// wrote is set by the transport's writer goroutine. A request whose
+	// write failed (i.Err) may still have reached the provider in part;
+	// only one never written at all is safe to send again.
+	var wrote atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		WroteRequest: func(i httptrace.WroteRequestInfo) { wrote = wrote || i.Err == nil },
+		WroteHeaders: func() { wrote.Store(true) },
 	})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
@@ -122,7 +134,7 @@ func (c *Client) Submit(ctx context.Context, cpfs []string) Result {
 	resp, err := c.o.HTTP.Do(req)
 	if err != nil {
 		reason := "request: " + redact(err)
-		if !wrote {
+		if !wrote.Load() {
 			return Result{Outcome: OutcomeNotSent, Reason: reason}
 		}
 		return Result{Outcome: OutcomeUnknown, Reason: reason + " (after the request was sent)"}
@@ -153,8 +165,10 @@ func classify(resp *http.Response, reply []byte, readErr error) Result {
 		return Result{Outcome: OutcomeRateLimited, Reason: status + errorMember(reply), RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		return Result{Outcome: OutcomeAuth, Reason: status + ": the provider refused the API key"}
-	case code >= 500:
+	case code == http.StatusServiceUnavailable:
 		return Result{Outcome: OutcomeServerError, Reason: status + errorMember(reply), RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
+	case code >= 500:
+		return Result{Outcome: OutcomeUnknown, Reason: status + errorMember(reply) + " (the provider may have accepted it)"}
 	default:
 		return Result{Outcome: OutcomeRejected, Reason: status + errorMember(reply)}
 	}

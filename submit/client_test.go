@@ -66,7 +66,9 @@ func TestClientOutcomes(t *testing.T) {
 		}, OutcomeSubmitted},
 		{"2xx without id", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"id":"b_1"}`)) }, OutcomeUnknown},
 		{"2xx with unsafe id", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`{"batch_id":"../x"}`)) }, OutcomeUnknown},
-		{"500", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }, OutcomeServerError},
+		{"503: not processed, retried", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(503) }, OutcomeServerError},
+		{"500: may have been accepted", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }, OutcomeUnknown},
+		{"504 from a gateway", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(504) }, OutcomeUnknown},
 		{"400 echoing a CPF", func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(400)
 			w.Write([]byte(`{"error":"bad cpf 529.982.247-25"}`))

@@ -136,7 +136,13 @@ func (r *Reconciler) Step(ctx context.Context) (time.Duration, error) {
 		}
 		return min(max(next.Sub(now), time.Millisecond), r.o.IdlePoll), nil
 	}
-	return 0, r.poll(ctx, b, now)
+	err = r.poll(ctx, b, now)
+	if errors.Is(err, store.ErrState) {
+		// Its batch.completed came while it was being polled: the batch
+		// is queued, and there is nothing left to do here.
+		return 0, nil
+	}
+	return 0, err
 }
 
 func (r *Reconciler) poll(ctx context.Context, b *store.Batch, now time.Time) error {

@@ -118,6 +118,19 @@ func (s *Service) Get(id string) (*store.Submission, []store.Chunk, error) {
 	return s.o.Store.GetSubmission(id)
 }
 
+// Resend puts a failed or submit_unknown chunk back in the queue: the
+// operator's decision after checking with the provider (README,
+// "Submitting"). Errors are the store's (ErrNotFound, ErrState).
+func (s *Service) Resend(submissionID string, index int) (*store.Chunk, error) {
+	c, err := s.o.Store.ChunkResend(submissionID, index, s.o.Now())
+	if err != nil {
+		return nil, err
+	}
+	s.log.Warn().Str("event", "chunk_resend").Str("submission_id", submissionID).Int("chunk", index).Int("cpfs", c.CPFCount).
+		Msg("an operator put the chunk back in the queue; it will be submitted again")
+	return c, nil
+}
+
 // Track makes reconciliation cover a batch submitted elsewhere: it is
 // polled at once, then with backoff until final. A batch batchhook already
 // knows is returned unchanged with created false.

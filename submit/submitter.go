@@ -18,7 +18,7 @@ import (
 type Queue interface {
 	NextChunk() (*store.Chunk, error)
 	ChunkSending(seq uint64, index int, now time.Time) error
-	ChunkRequeue(seq uint64, index int, reason string, now time.Time) error
+	ChunkRequeue(seq uint64, index int, reason string, reached bool, now time.Time) error
 	ChunkGiveUp(seq uint64, index int, state store.ChunkState, reason string, now time.Time) error
 	ChunkSubmitted(seq uint64, index int, batchID string, pollAt, now time.Time) (*store.Batch, error)
 	Counts() (map[store.State]int, error)
@@ -73,6 +73,9 @@ type Submitter struct {
 	pause    time.Time // no attempt before this (after a 429, 5xx, auth error)
 	authHold bool      // the pause is for a refused API key
 	held     bool      // logged that MaxInFlight holds chunks back
+	// unrecorded is a chunk the provider accepted whose record failed: it
+	// is recorded before anything else is sent, so its batch id is not lost.
+	unrecorded *accepted
 	// resume is signalled by Resume (a new API key): an auth pause ends.
 	resume     chan struct{}
 	resumeAuth atomic.Bool
@@ -107,6 +110,17 @@ func NewSubmitter(o SubmitterOptions) (*Submitter, error) {
 	return &Submitter{o: o, log: o.Logger, limit: NewLimiter(o.PerMinute, time.Minute, o.Recent),
 		resume: make(chan struct{}, 1)}, nil
 }
+
+type accepted struct {
+	chunk   *store.Chunk
+	batchID string
+	at      time.Time
+}
+
+// sendGrace is how long a submission already on the wire may finish after
+// shutdown began: cutting it would turn an accepted chunk into
+// submit_unknown.
+const sendGrace = 10 * time.Second
 
 type nopObserver struct{}
 
@@ -172,6 +186,12 @@ func waitOrWake(ctx context.Context, sleep func(context.Context, time.Duration) 
 // returns how long to wait before the next step (0 = go on at once).
 // Tests drive the submitter through it with a fake clock.
 func (s *Submitter) Step(ctx context.Context) (time.Duration, error) {
+	if a := s.unrecorded; a != nil {
+		if err := s.record(a); err != nil {
+			return s.o.BackoffBase, err
+		}
+		s.unrecorded = nil
+	}
 	c, err := s.o.Queue.NextChunk()
 	if err != nil || c == nil {
 		return s.o.IdlePoll, err
@@ -207,7 +227,14 @@ func (s *Submitter) Step(ctx context.Context) (time.Duration, error) {
 	if err := s.o.Queue.ChunkSending(c.Seq, c.Index, now); err != nil {
 		return 0, err
 	}
-	res := s.o.Sender.Submit(ctx, c.CPFs)
+	// The request is not cut by a shutdown once it has started (only after
+	// sendGrace): an answer lost to our own stop would make the chunk
+	// submit_unknown.
+	sendCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(sendGrace, cancel) })
+	res := s.o.Sender.Submit(sendCtx, c.CPFs)
+	stop()
+	cancel()
 	s.o.Observer.SubmissionAttempt(string(res.Outcome))
 	return s.settle(c, res)
 }
@@ -217,21 +244,25 @@ func (s *Submitter) settle(c *store.Chunk, res Result) (time.Duration, error) {
 	now := s.o.Now()
 	log := s.log.With().Str("submission_id", c.SubmissionID).Int("chunk", c.Index).Int("cpfs", c.CPFCount).
 		Str("outcome", string(res.Outcome)).Logger()
+	if res.Outcome != OutcomeNotSent {
+		// Every attempt that reached the provider counts against its rate,
+		// at the time of the answer: never earlier than it arrived.
+		s.limit.Record(now)
+	}
 	switch res.Outcome {
 	case OutcomeSubmitted:
-		s.limit.Record(now)
 		s.failures = 0
-		b, err := s.o.Queue.ChunkSubmitted(c.Seq, c.Index, res.BatchID, now.Add(s.o.ReconcileAfter), now)
-		if err != nil {
+		a := &accepted{chunk: c, batchID: res.BatchID, at: now}
+		if err := s.record(a); err != nil {
 			// The provider has the batch but the store could not say so:
-			// the chunk stays sending, and the next start marks it
-			// submit_unknown. Log the id so an operator can track it.
+			// nothing else is sent until it is recorded (Step retries);
+			// if batchhook stops first, the chunk is submit_unknown at the
+			// next start and this line holds the id.
+			s.unrecorded = a
 			log.Error().Str("event", "submit_unrecorded").Str("batch_id", res.BatchID).Err(err).
-				Msg("the provider accepted the chunk but batchhook could not record it; run: batchhook track " + res.BatchID)
-			return 0, err
+				Msg("the provider accepted the chunk but batchhook could not record it yet; retrying (if it stops first, run: batchhook track " + res.BatchID + ")")
+			return s.o.BackoffBase, err
 		}
-		log.Info().Str("event", "chunk_submitted").Str("batch_id", b.ID).Str("state", string(b.State)).
-			Msg("chunk submitted")
 		return 0, nil
 	case OutcomeRejected:
 		s.failures = 0
@@ -242,12 +273,24 @@ func (s *Submitter) settle(c *store.Chunk, res Result) (time.Duration, error) {
 		log.Error().Str("event", "chunk_submit_unknown").Str("reason", res.Reason).
 			Msg("the provider may have accepted the chunk; it is not sent again automatically (see README, submit_unknown)")
 		return 0, s.o.Queue.ChunkGiveUp(c.Seq, c.Index, store.ChunkUnknown, res.Reason, now)
-	default: // not sent, 429, 5xx, auth: the chunk stays first in line
+	default: // not sent, 429, 503, auth: the chunk stays first in line
 		s.failures++
 		delay := backoff.Delay(s.failures, s.o.BackoffBase, s.o.BackoffMax, res.RetryAfter, s.o.Jitter())
 		s.pause, s.authHold = now.Add(delay), res.Outcome == OutcomeAuth
 		log.Warn().Str("event", "chunk_retry").Str("reason", res.Reason).Int("attempt", c.Attempts+1).
 			Dur("retry_in", delay).Msg("chunk not accepted; it waits and is sent again")
-		return delay, s.o.Queue.ChunkRequeue(c.Seq, c.Index, res.Reason, now)
+		return delay, s.o.Queue.ChunkRequeue(c.Seq, c.Index, res.Reason, res.Outcome != OutcomeNotSent, now)
 	}
+}
+
+// record commits an accepted chunk and its submitted batch.
+func (s *Submitter) record(a *accepted) error {
+	c := a.chunk
+	b, err := s.o.Queue.ChunkSubmitted(c.Seq, c.Index, a.batchID, a.at.Add(s.o.ReconcileAfter), a.at)
+	if err != nil {
+		return err
+	}
+	s.log.Info().Str("event", "chunk_submitted").Str("submission_id", c.SubmissionID).Int("chunk", c.Index).
+		Int("cpfs", c.CPFCount).Str("batch_id", b.ID).Str("state", string(b.State)).Msg("chunk submitted")
+	return nil
 }

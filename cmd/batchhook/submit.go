@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"text/tabwriter"
 	"time"
 )
@@ -193,10 +194,13 @@ func reportSubmitted(sub submissionReply, raw []byte, counts map[string]int, asJ
 const submissionsUsage = `Usage:
   batchhook submissions show ID [--json] [--admin URL]
   batchhook submissions unknown [--json] [--admin URL]
+  batchhook submissions resend ID CHUNK [--admin URL]
 
 "show" lists a submission's batches (chunks) and their states; "unknown"
 lists the chunks left submit_unknown: the provider may have accepted them,
-so batchhook never sends them again by itself.
+so batchhook never sends them again by itself. "resend" puts a failed or
+submit_unknown chunk back in the queue: do it only after checking with the
+provider that it was not accepted (it bills per CPF found).
 `
 
 func submissionsCmd(ctx context.Context, args []string, e env) int {
@@ -239,6 +243,16 @@ func submissionsCmd(ctx context.Context, args []string, e env) int {
 			err = json.Unmarshal(raw, &page)
 		}
 		chunks = page.Items
+	case sub == "resend" && len(pos) == 2:
+		if _, err := strconv.Atoi(pos[1]); err != nil {
+			fmt.Fprintf(e.stderr, "batchhook submissions resend: CHUNK must be a chunk index, got %q\n", pos[1])
+			return 2
+		}
+		raw, err = c.do(ctx, http.MethodPost, "/admin/submissions/"+url.PathEscape(pos[0])+"/chunks/"+pos[1]+"/resend")
+		if err == nil {
+			fmt.Fprintf(e.stdout, "chunk %s of %s is queued again\n", pos[1], pos[0])
+			return 0
+		}
 	default:
 		fmt.Fprintf(e.stderr, "batchhook submissions: bad arguments\n%s", submissionsUsage)
 		return 2

@@ -279,6 +279,14 @@ func TestCrashWhileSendingLeavesSubmitUnknown(t *testing.T) {
 	if !strings.Contains(metrics, `batchhook_chunks{state="submit_unknown"} 1`) {
 		t.Fatal("metric batchhook_chunks{state=submit_unknown} is not 1")
 	}
+	// The operator checked with the provider and decides to send it again.
+	if o, e, code := runCLI(t, d, 10*time.Second, "submissions", "resend", subID, "0"); code != 0 {
+		t.Fatalf("resend: %d %s %s", code, o, e)
+	}
+	waitUntil(t, 20*time.Second, func() bool { return s.sim.Stats().Submitted == 2 }, "the resent chunk was not submitted")
+	if !strings.Contains(d.out.String(), `"event":"chunk_resend"`) {
+		t.Fatal("no chunk_resend event")
+	}
 }
 
 // TestCrashBeforeSendingSubmitsOnce: the daemon dies while a stored chunk
