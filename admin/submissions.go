@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -145,11 +146,7 @@ func (s *Server) listChunks(c echo.Context) error {
 	if state == "" {
 		state = store.ChunkUnknown
 	}
-	known := false
-	for _, st := range store.ChunkStates {
-		known = known || st == state
-	}
-	if !known {
+	if !slices.Contains(store.ChunkStates, state) {
 		return fail(c, http.StatusBadRequest, "state must be waiting, sending, submitted, submit_unknown or failed")
 	}
 	limit, ok := limitParam(c)

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/batchhook/batchhook/internal/backoff"
 )
 
 // ClientOptions configures a Client.
@@ -149,7 +151,7 @@ func classify(resp *http.Response) *Error {
 	switch s := resp.StatusCode; {
 	case s == http.StatusTooManyRequests || s >= 500:
 		e.Kind = KindTransient
-		e.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		e.RetryAfter = backoff.RetryAfter(resp.Header.Get("Retry-After"), time.Now())
 	case s == http.StatusUnauthorized || s == http.StatusForbidden:
 		e.Kind = KindAuth
 		e.Err = errors.New("the provider refused the API key")
@@ -166,26 +168,6 @@ func classify(resp *http.Response) *Error {
 		e.Kind = KindRejected
 	}
 	return e
-}
-
-// parseRetryAfter reads delay-seconds or an HTTP date; 0 when absent or bad.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if secs, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
-		if secs < 0 {
-			return 0
-		}
-		if secs > 1<<20 {
-			secs = 1 << 20
-		}
-		return time.Duration(secs) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }
 
 // redactURL drops the URL from a transport error: its query carries the

@@ -15,11 +15,14 @@ import (
 //   - created: (created time, id) for every batch, for newest-first listing;
 //   - pending: (created time, id) for batches not in a final state, whose
 //     first key is the oldest batch not yet exported;
-//   - counts: the number of batches in each state.
+//   - counts: the number of batches in each state;
+//   - awaiting: the ids of submitted and tracked batches, so that Known
+//     answers a webhook without decoding the record.
 var (
-	bucketCreated = []byte("created")
-	bucketPending = []byte("pending")
-	bucketCounts  = []byte("counts")
+	bucketCreated  = []byte("created")
+	bucketPending  = []byte("pending")
+	bucketCounts   = []byte("counts")
+	bucketAwaiting = []byte("awaiting")
 )
 
 func timeKey(at time.Time, id string) []byte {
@@ -67,6 +70,16 @@ func setState(tx *bolt.Tx, b *Batch, to State) error {
 		}
 	case from == "" || from.Final():
 		if err := tx.Bucket(bucketPending).Put(key, nil); err != nil {
+			return err
+		}
+	}
+	switch aw := tx.Bucket(bucketAwaiting); {
+	case to.Awaiting():
+		if err := aw.Put([]byte(b.ID), nil); err != nil {
+			return err
+		}
+	case from.Awaiting():
+		if err := aw.Delete([]byte(b.ID)); err != nil {
 			return err
 		}
 	}

@@ -15,14 +15,7 @@ import (
 func (s *Store) Known(id string) (bool, error) {
 	var known bool
 	err := s.db.View(func(tx *bolt.Tx) error {
-		b, err := getBatch(tx, id)
-		if errors.Is(err, ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		known = !b.State.Awaiting()
+		known = tx.Bucket(bucketBatches).Get([]byte(id)) != nil && tx.Bucket(bucketAwaiting).Get([]byte(id)) == nil
 		return nil
 	})
 	if err != nil {

@@ -278,6 +278,9 @@ func TestPollRescheduleReconcileAndAbandon(t *testing.T) {
 	if gone.State != StateAbandoned || gone.LastError != "retention elapsed" {
 		t.Fatalf("abandoned = %+v", gone)
 	}
+	if known, _ := s.Known("gone"); !known {
+		t.Fatal("an abandoned batch is not known: its late webhook would be accepted")
+	}
 	if due, next, _ := s.NextPoll(t0.Add(time.Hour)); due != nil || !next.IsZero() {
 		t.Fatalf("abandoned batch still polled: %v %v", due, next)
 	}
@@ -294,7 +297,7 @@ func TestEveryAttemptThatReachedTheProviderCountsInTheRateWindow(t *testing.T) {
 	dir := t.TempDir()
 	s := openTest(t, dir)
 	addSub(t, s, "sa", []string{"1"}, []string{"2"}, []string{"3"}, []string{"4"}, []string{"5"})
-	step := func(i int, settle func(c *Chunk) error) {
+	step := func(settle func(c *Chunk) error) {
 		t.Helper()
 		c := mustNext(t, s)
 		if err := s.ChunkSending(c.Seq, c.Index, t0); err != nil {
@@ -305,11 +308,11 @@ func TestEveryAttemptThatReachedTheProviderCountsInTheRateWindow(t *testing.T) {
 		}
 	}
 	at := func(sec int) time.Time { return t0.Add(time.Duration(sec) * time.Second) }
-	step(0, func(c *Chunk) error { return s.ChunkRequeue(c.Seq, c.Index, "connection refused", false, at(1)) })
-	step(0, func(c *Chunk) error { return s.ChunkRequeue(c.Seq, c.Index, "HTTP 429", true, at(2)) })
-	step(0, func(c *Chunk) error { _, err := s.ChunkSubmitted(c.Seq, c.Index, "b1", at(100), at(3)); return err })
-	step(1, func(c *Chunk) error { return s.ChunkGiveUp(c.Seq, c.Index, ChunkFailed, "HTTP 400", at(4)) })
-	step(2, func(c *Chunk) error { return s.ChunkGiveUp(c.Seq, c.Index, ChunkUnknown, "timeout", at(5)) })
+	step(func(c *Chunk) error { return s.ChunkRequeue(c.Seq, c.Index, "connection refused", false, at(1)) })
+	step(func(c *Chunk) error { return s.ChunkRequeue(c.Seq, c.Index, "HTTP 429", true, at(2)) })
+	step(func(c *Chunk) error { _, err := s.ChunkSubmitted(c.Seq, c.Index, "b1", at(100), at(3)); return err })
+	step(func(c *Chunk) error { return s.ChunkGiveUp(c.Seq, c.Index, ChunkFailed, "HTTP 400", at(4)) })
+	step(func(c *Chunk) error { return s.ChunkGiveUp(c.Seq, c.Index, ChunkUnknown, "timeout", at(5)) })
 	c := mustNext(t, s)
 	s.ChunkSending(c.Seq, c.Index, at(6))
 	s.Close()

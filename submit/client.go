@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/batchhook/batchhook/internal/backoff"
 	"github.com/batchhook/batchhook/store"
 )
 
@@ -162,11 +163,11 @@ func classify(resp *http.Response, reply []byte, readErr error) Result {
 		}
 		return Result{Outcome: OutcomeSubmitted, BatchID: id}
 	case code == http.StatusTooManyRequests:
-		return Result{Outcome: OutcomeRateLimited, Reason: status + errorMember(reply), RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
+		return Result{Outcome: OutcomeRateLimited, Reason: status + errorMember(reply), RetryAfter: backoff.RetryAfter(resp.Header.Get("Retry-After"), time.Now())}
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		return Result{Outcome: OutcomeAuth, Reason: status + ": the provider refused the API key"}
 	case code == http.StatusServiceUnavailable:
-		return Result{Outcome: OutcomeServerError, Reason: status + errorMember(reply), RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
+		return Result{Outcome: OutcomeServerError, Reason: status + errorMember(reply), RetryAfter: backoff.RetryAfter(resp.Header.Get("Retry-After"), time.Now())}
 	case code >= 500:
 		return Result{Outcome: OutcomeUnknown, Reason: status + errorMember(reply) + " (the provider may have accepted it)"}
 	default:
@@ -190,16 +191,6 @@ func errorMember(reply []byte) string {
 		msg = msg[:200] + "…"
 	}
 	return ": " + strconv.Quote(msg)
-}
-
-func retryAfter(v string) time.Duration {
-	if secs, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && secs > 0 {
-		return time.Duration(min(secs, 1<<20)) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && time.Until(t) > 0 {
-		return time.Until(t)
-	}
-	return 0
 }
 
 // redact drops the URL from a transport error (it is the configured base

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -18,14 +19,7 @@ import (
 // the batch is still in flight.
 var FinalStatuses = []string{"completed", "partial", "expired", "failed"}
 
-func isFinal(status string) bool {
-	for _, s := range FinalStatuses {
-		if s == status {
-			return true
-		}
-	}
-	return false
-}
+func isFinal(status string) bool { return slices.Contains(FinalStatuses, status) }
 
 // ErrUnknownBatch is what a StatusReader returns (wrapped) when the
 // provider does not know the batch (a 404): after NotFoundGrace of such

@@ -26,21 +26,7 @@ const adminToken = "admin-token-e2e"
 // cli runs the binary with args against the daemon's admin API.
 func cli(t *testing.T, d *daemonProc, token string, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
-	cmd.Env = []string{"BATCHHOOK_ADMIN_URL=" + d.admin}
-	if token != "" {
-		cmd.Env = append(cmd.Env, "BATCHHOOK_ADMIN_TOKEN="+token)
-	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return stdout.String(), stderr.String(), code
+	return runCLIWith(t, d, token, 30*time.Second, args...)
 }
 
 func get(t *testing.T, url, token string) (int, string) {

@@ -57,8 +57,18 @@ func cpfFile(t *testing.T, n int, seed int64) (string, []string, []string) {
 
 func runCLI(t *testing.T, d *daemonProc, timeout time.Duration, args ...string) (string, string, int) {
 	t.Helper()
+	return runCLIWith(t, d, "", timeout, args...)
+}
+
+// runCLIWith runs the binary with args against the daemon's admin API,
+// with the admin token when not empty, and fails the test after timeout.
+func runCLIWith(t *testing.T, d *daemonProc, token string, timeout time.Duration, args ...string) (string, string, int) {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Env = []string{"BATCHHOOK_ADMIN_URL=" + d.admin}
+	if token != "" {
+		cmd.Env = append(cmd.Env, "BATCHHOOK_ADMIN_TOKEN="+token)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
@@ -354,5 +364,36 @@ func TestSubmitCSVStrict(t *testing.T) {
 	waitUntil(t, 10*time.Second, func() bool { return s.sim.Stats().Submitted == 1 }, "the CSV chunk was not submitted")
 	if _, stderr, code := runCLI(t, d, 10*time.Second, "submit", "--column", "document", path); code != 1 || !strings.Contains(stderr, "name") {
 		t.Fatalf("missing column: exit %d\n%s", code, stderr)
+	}
+}
+
+// TestTrackAndResubmitThroughTheCLI: a batch submitted elsewhere, whose
+// notification is lost, is tracked, polled and exported; its pending CPFs
+// are resubmitted once, and a second resubmit is refused.
+func TestTrackAndResubmitThroughTheCLI(t *testing.T) {
+	s := newSetup(t, lookupsim.Options{ProcessingDelay: 100 * time.Millisecond, Outcome: lookupsim.Cycle("expired"),
+		Faults: lookupsim.Faults{DropNotifications: true}})
+	d := startDaemon(t, s.addr, s.env)
+	id, err := s.sim.Submit(lookupsim.SampleCPFs(40, 8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, e, code := runCLI(t, d, 10*time.Second, "track", id); code != 0 || !strings.Contains(out, "tracked") {
+		t.Fatalf("track: %d %s %s", code, out, e)
+	}
+	if m := s.waitExport(t, id, d, 20*time.Second); m.Source != "poll" || m.Status != "expired" {
+		t.Fatalf("manifest source %q status %q", m.Source, m.Status)
+	}
+	pending := strings.Count(string(s.checkExport(t, id)), `"result":"pending"`)
+	if pending == 0 {
+		t.Fatal("the expired batch has no pending item to resubmit")
+	}
+	out, e, code := runCLI(t, d, 10*time.Second, "resubmit", id)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("%d CPFs of %s", pending, id)) {
+		t.Fatalf("resubmit: %d %q %s", code, out, e)
+	}
+	waitUntil(t, 20*time.Second, func() bool { return s.sim.Stats().Submitted == 2 }, "the pending CPFs were not resubmitted")
+	if _, e, code := runCLI(t, d, 10*time.Second, "resubmit", id); code != 1 || !strings.Contains(e, "already resubmitted") {
+		t.Fatalf("second resubmit: %d %s", code, e)
 	}
 }

@@ -2,7 +2,12 @@
 // one pure function, so both back off the same way and tests pin it.
 package backoff
 
-import "time"
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
 
 // Delay returns how long to wait before attempt number attempt (1 for the
 // first retry). It is a pure function of its inputs so that tests can pin
@@ -37,4 +42,25 @@ func Delay(attempt int, base, max, retryAfter time.Duration, jitter float64) tim
 		d = max
 	}
 	return d
+}
+
+// RetryAfter reads a Retry-After header: delay-seconds or an HTTP date;
+// 0 when absent or bad. Delay caps the result at its max.
+func RetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+		if secs < 0 {
+			return 0
+		}
+		if secs > 1<<20 {
+			secs = 1 << 20
+		}
+		return time.Duration(secs) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
 }

@@ -130,3 +130,21 @@ func TestBackoffNeverDecreasesWithAttempts(t *testing.T) {
 		}
 	}
 }
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	tests := map[string]time.Duration{
+		"":                              0,
+		"7":                             7 * time.Second,
+		" 7 ":                           7 * time.Second,
+		"-3":                            0,
+		"soon":                          0,
+		"Sun, 22 Nov 2026 10:00:30 GMT": 30 * time.Second,
+		"Sun, 22 Nov 2026 09:59:00 GMT": 0, // in the past
+	}
+	for in, want := range tests {
+		if got := backoff.RetryAfter(in, now); got != want {
+			t.Errorf("RetryAfter(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
