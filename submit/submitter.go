@@ -236,11 +236,14 @@ func (s *Submitter) Step(ctx context.Context) (time.Duration, error) {
 	stop()
 	cancel()
 	s.o.Observer.SubmissionAttempt(string(res.Outcome))
-	return s.settle(c, res)
+	return s.settle(ctx, c, res)
 }
 
-// settle records the outcome of one attempt.
-func (s *Submitter) settle(c *store.Chunk, res Result) (time.Duration, error) {
+// settle records the outcome of one attempt. A chunk leaves sending only
+// through settle, so a failed move out of it is retried in place (see
+// retryStore) rather than handed back to Step, which would find the chunk
+// still sending and stop there until a restart.
+func (s *Submitter) settle(ctx context.Context, c *store.Chunk, res Result) (time.Duration, error) {
 	now := s.o.Now()
 	log := s.log.With().Str("submission_id", c.SubmissionID).Int("chunk", c.Index).Int("cpfs", c.CPFCount).
 		Str("outcome", string(res.Outcome)).Logger()
@@ -267,19 +270,46 @@ func (s *Submitter) settle(c *store.Chunk, res Result) (time.Duration, error) {
 	case OutcomeRejected:
 		s.failures = 0
 		log.Error().Str("event", "chunk_failed").Str("reason", res.Reason).Msg("the provider refused the chunk; it is not sent again")
-		return 0, s.o.Queue.ChunkGiveUp(c.Seq, c.Index, store.ChunkFailed, res.Reason, now)
+		return 0, s.retryStore(ctx, log, func() error {
+			return s.o.Queue.ChunkGiveUp(c.Seq, c.Index, store.ChunkFailed, res.Reason, now)
+		})
 	case OutcomeUnknown:
 		s.failures = 0
 		log.Error().Str("event", "chunk_submit_unknown").Str("reason", res.Reason).
 			Msg("the provider may have accepted the chunk; it is not sent again automatically (see README, submit_unknown)")
-		return 0, s.o.Queue.ChunkGiveUp(c.Seq, c.Index, store.ChunkUnknown, res.Reason, now)
+		return 0, s.retryStore(ctx, log, func() error {
+			return s.o.Queue.ChunkGiveUp(c.Seq, c.Index, store.ChunkUnknown, res.Reason, now)
+		})
 	default: // not sent, 429, 503, auth: the chunk stays first in line
 		s.failures++
 		delay := backoff.Delay(s.failures, s.o.BackoffBase, s.o.BackoffMax, res.RetryAfter, s.o.Jitter())
 		s.pause, s.authHold = now.Add(delay), res.Outcome == OutcomeAuth
 		log.Warn().Str("event", "chunk_retry").Str("reason", res.Reason).Int("attempt", c.Attempts+1).
 			Dur("retry_in", delay).Msg("chunk not accepted; it waits and is sent again")
-		return delay, s.o.Queue.ChunkRequeue(c.Seq, c.Index, res.Reason, res.Outcome != OutcomeNotSent, now)
+		return delay, s.retryStore(ctx, log, func() error {
+			return s.o.Queue.ChunkRequeue(c.Seq, c.Index, res.Reason, res.Outcome != OutcomeNotSent, now)
+		})
+	}
+}
+
+// retryStore runs a transition out of sending until it commits or ctx
+// ends, backing off between attempts. A transient store error must not
+// leave the chunk sending: every later Step would fail on it, and after a
+// restart a chunk that never left (or was refused) would become
+// submit_unknown. The error returned is ctx's, wrapped with the last store
+// error, when batchhook stops first.
+func (s *Submitter) retryStore(ctx context.Context, log zerolog.Logger, move func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := move()
+		if err == nil {
+			return nil
+		}
+		delay := backoff.Delay(attempt, s.o.BackoffBase, s.o.BackoffMax, 0, s.o.Jitter())
+		log.Error().Str("event", "submit_store_error").Err(err).Dur("retry_in", delay).
+			Msg("could not record the chunk's outcome; retrying before anything else is sent")
+		if ctx.Err() != nil || !s.o.Sleep(ctx, delay) {
+			return fmt.Errorf("record chunk outcome (stopped before the store took it): %w", errors.Join(err, ctx.Err()))
+		}
 	}
 }
 
