@@ -10,12 +10,12 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/batchhook/batchhook/cpf"
 	"github.com/batchhook/batchhook/internal/backoff"
 	"github.com/batchhook/batchhook/store"
 )
@@ -175,10 +175,9 @@ func classify(resp *http.Response, reply []byte, readErr error) Result {
 	}
 }
 
-var digitRun = regexp.MustCompile(`[0-9][0-9.\-]{4,}[0-9]`)
-
 // errorMember quotes the provider's {"error":"..."} reason, shortened and
-// with digit runs masked: a provider could echo a CPF back.
+// with every CPF-shaped digit run masked (cpf.Scrub): a provider could
+// echo a CPF back, in any of its written forms.
 func errorMember(reply []byte) string {
 	var e struct {
 		Error string `json:"error"`
@@ -186,7 +185,7 @@ func errorMember(reply []byte) string {
 	if json.Unmarshal(reply, &e) != nil || e.Error == "" {
 		return ""
 	}
-	msg := digitRun.ReplaceAllString(e.Error, "***")
+	msg := cpf.Scrub(e.Error)
 	if len(msg) > 200 {
 		msg = msg[:200] + "…"
 	}

@@ -73,6 +73,18 @@ func TestClientOutcomes(t *testing.T) {
 			w.WriteHeader(400)
 			w.Write([]byte(`{"error":"bad cpf 529.982.247-25"}`))
 		}, OutcomeRejected},
+		{"400 echoing a spaced CPF", func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(400)
+			w.Write([]byte(`{"error":"bad cpf 529 982 247 25"}`))
+		}, OutcomeRejected},
+		{"422 echoing CPFs in other forms", func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(422)
+			w.Write([]byte(`{"error":"cpfs 529982247-25, 529/982/247/25 and 529.982.247 - 25 refused"}`))
+		}, OutcomeRejected},
+		{"503 echoing a CPF", func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(503)
+			w.Write([]byte(`{"error":"busy with 529 982 247 25"}`))
+		}, OutcomeServerError},
 		{"redirect not followed", func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "http://127.0.0.1:1/elsewhere", http.StatusTemporaryRedirect)
 		}, OutcomeRejected},

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/batchhook/batchhook/cpf"
 	"github.com/batchhook/batchhook/internal/backoff"
 	"github.com/batchhook/batchhook/store"
 )
@@ -168,7 +170,7 @@ func (r *Reconciler) poll(ctx context.Context, b *store.Batch, now time.Time) er
 		return r.o.Queue.PollLater(b.ID, now.Add(delay), "poll: "+err.Error(), now)
 	}
 	if !isFinal(status) {
-		log.Debug().Str("event", "poll_not_final").Str("status", status).Dur("retry_in", delay).Msg("batch not final yet")
+		log.Debug().Str("event", "poll_not_final").Str("status", shownStatus(status)).Dur("retry_in", delay).Msg("batch not final yet")
 		return r.o.Queue.PollLater(b.ID, now.Add(delay), "", now)
 	}
 	created, err := r.o.Queue.Record(store.Notification{Event: "batch.completed", BatchID: b.ID, Status: status,
@@ -182,4 +184,15 @@ func (r *Reconciler) poll(ctx context.Context, b *store.Batch, now time.Time) er
 			Msg("no batch.completed came; the poll found the batch final and queued it")
 	}
 	return nil
+}
+
+// shownStatus is a status that is not one of the final four as it may
+// appear in a log line: the provider wrote it, so CPF-shaped digits are
+// masked and it is cut to 64 bytes.
+func shownStatus(status string) string {
+	s := cpf.Scrub(status)
+	if len(s) > 64 {
+		s = strings.ToValidUTF8(s[:64], "") + "…"
+	}
+	return s
 }

@@ -130,3 +130,30 @@ func TestReconcilerAbandonsAnUnknownBatchAfterGrace(t *testing.T) {
 		t.Fatalf("after the grace: %+v", b)
 	}
 }
+
+// TestPollStatusEchoingACPFIsMaskedInTheLog: a status the provider wrote
+// reaches the debug log only scrubbed and cut short.
+func TestPollStatusEchoingACPFIsMaskedInTheLog(t *testing.T) {
+	st := openStore(t)
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	if _, _, err := st.Track("b1", t0, t0); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	reader := &fakeReader{status: map[string]string{"b1": "processing 529 982 247 25 " + strings.Repeat("x", 200)}}
+	r, err := NewReconciler(ReconcilerOptions{Queue: st, Reader: reader, Logger: zerolog.New(&logs).Level(zerolog.DebugLevel),
+		Retention: 7 * 24 * time.Hour, BackoffBase: time.Second, BackoffMax: time.Minute, Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Step(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	if !strings.Contains(out, `"event":"poll_not_final"`) || !strings.Contains(out, "processing ***") {
+		t.Fatalf("no scrubbed poll_not_final line in %s", out)
+	}
+	if strings.Contains(out, "982") || strings.Contains(out, strings.Repeat("x", 100)) {
+		t.Fatalf("log carries the CPF or the whole status: %s", out)
+	}
+}
