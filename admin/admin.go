@@ -106,14 +106,15 @@ func (s *Server) Serve(ln net.Listener) { s.srv.Serve(ln) }
 func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
 
 // auth requires the bearer token when one is configured, compared in
-// constant time.
+// constant time through fixed-size digests (see bearerDigest).
 func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		token := s.o.Token()
 		if len(token) == 0 {
 			return next(c)
 		}
-		got, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
+		got, ok := bearerDigest(c.Request().Header.Get("Authorization"))
+		token = tokenDigest(token) // both sides 32 bytes: the compare cannot leak the length
 		if !ok || subtle.ConstantTimeCompare([]byte(got), token) != 1 {
 			s.o.Logger.Warn().Str("event", "admin_unauthorized").Str("remote_addr", c.Request().RemoteAddr).
 				Str("path", c.Request().URL.Path).Msg("admin request without a valid token")
