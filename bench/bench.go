@@ -15,10 +15,12 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/batchhook/batchhook/internal/signature"
@@ -67,8 +69,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("bench: bad URL %q", o.URL)
 	}
-	if !o.AllowRemote && !loopback(u.Hostname()) {
-		return nil, fmt.Errorf("bench: %s is not a loopback address; pass --allow-remote to load another host", u.Hostname())
+	if !o.AllowRemote {
+		if err := resolvesToLoopback(ctx, u.Hostname()); err != nil {
+			return nil, err
+		}
 	}
 	if o.Concurrency < 1 || (o.Count < 1 && o.Duration <= 0) {
 		return nil, errors.New("bench: concurrency ≥ 1 and a count or a duration are required")
@@ -78,7 +82,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		ctx, cancel = context.WithTimeout(ctx, o.Duration)
 		defer cancel()
 	}
-	client := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: o.Concurrency}}
+	transport := &http.Transport{MaxIdleConnsPerHost: o.Concurrency}
+	if !o.AllowRemote {
+		// The name may resolve elsewhere by the time a connection is
+		// made: every dial is checked on the address it connects to.
+		transport.DialContext = (&net.Dialer{Control: dialLoopbackOnly}).DialContext
+	}
+	client := &http.Client{Timeout: 15 * time.Second, Transport: transport}
 	run := fmt.Sprintf("bench_%x", rand.Uint64())
 	var (
 		next    atomic.Int64
@@ -197,10 +207,31 @@ func summarise(d []time.Duration) Outcome {
 	return Outcome{Requests: len(d), P50: at(.50), P95: at(.95), P99: at(.99), Max: d[len(d)-1]}
 }
 
-func loopback(host string) bool {
-	if host == "localhost" {
-		return true
+// resolvesToLoopback refuses a target host unless every address it
+// resolves to is a loopback address. A name is never trusted as such:
+// "localhost" can resolve anywhere.
+func resolvesToLoopback(ctx context.Context, host string) error {
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return fmt.Errorf("bench: resolve %s: %w", host, err)
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	for _, ip := range ips {
+		if !ip.IsLoopback() {
+			return fmt.Errorf("bench: %s resolves to %s, not a loopback address; pass --allow-remote to load another host", host, ip.Unmap())
+		}
+	}
+	return nil
+}
+
+// dialLoopbackOnly is a net.Dialer Control: it refuses to connect to an
+// address that is not loopback (the address after resolution).
+func dialLoopbackOnly(network, address string, _ syscall.RawConn) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return fmt.Errorf("bench: dial %s: %w", address, err)
+	}
+	if ip, err := netip.ParseAddr(host); err != nil || !ip.IsLoopback() {
+		return fmt.Errorf("bench: %s is not a loopback address; pass --allow-remote to load another host", host)
+	}
+	return nil
 }

@@ -38,3 +38,22 @@ func TestRefusesRemoteTargetsAndNeedsABound(t *testing.T) {
 		t.Fatalf("a run against a closed port: %+v %v after %s", res, err, time.Since(start))
 	}
 }
+
+// TestDialsOnlyLoopback: without AllowRemote every connection is checked on
+// the address it goes to, after resolution, not on the name in the URL.
+func TestDialsOnlyLoopback(t *testing.T) {
+	for addr, ok := range map[string]bool{
+		"127.0.0.1:80": true, "[::1]:80": true, "127.1.2.3:80": true,
+		"0.0.0.0:80": false, "[::]:80": false, "192.0.2.1:80": false, "[2001:db8::1]:80": false,
+	} {
+		if err := dialLoopbackOnly("tcp", addr, nil); (err == nil) != ok {
+			t.Errorf("dial %s: %v", addr, err)
+		}
+	}
+	if err := resolvesToLoopback(context.Background(), "localhost"); err != nil {
+		t.Errorf("localhost on this machine: %v", err)
+	}
+	if err := resolvesToLoopback(context.Background(), "0.0.0.0"); err == nil {
+		t.Error("0.0.0.0 (every interface) taken as loopback")
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -79,10 +80,17 @@ type Config struct {
 
 	LogLevel  string `split_words:"true" default:"info"`
 	LogFormat string `split_words:"true" default:"json"`
+
+	// RepairPermissions lets Load set a group- or world-writable data or
+	// export directory to 0700 (with a warning) instead of refusing it.
+	RepairPermissions bool `split_words:"true"`
+	// Warnings are what Load accepted but the daemon logs at start.
+	Warnings []Warning `ignored:"true"`
 }
 
-// Load reads the environment, applies defaults, reads secret files and
-// validates the result. The error names the first variable at fault.
+// Load reads the environment, applies defaults, reads secret files,
+// validates the result and checks the modes of the data and export
+// directories (checkDirs). The error names the first variable at fault.
 func Load() (*Config, error) {
 	var c Config
 	if err := envconfig.Process(Prefix, &c); err != nil {
@@ -93,13 +101,13 @@ func Load() (*Config, error) {
 		return nil, fmt.Errorf("read environment: %w", err)
 	}
 	var err error
-	if c.SigningSecret, err = loadSecret("SIGNING_SECRET", c.SigningSecretFile); err != nil {
+	if c.SigningSecret, err = loadSecret("SIGNING_SECRET", c.SigningSecretFile, &c.Warnings); err != nil {
 		return nil, err
 	}
-	if c.APIKey, err = loadSecret("API_KEY", c.APIKeyFile); err != nil {
+	if c.APIKey, err = loadSecret("API_KEY", c.APIKeyFile, &c.Warnings); err != nil {
 		return nil, err
 	}
-	if c.AdminToken, err = loadSecret("ADMIN_TOKEN", c.AdminTokenFile); err != nil {
+	if c.AdminToken, err = loadSecret("ADMIN_TOKEN", c.AdminTokenFile, &c.Warnings); err != nil {
 		return nil, err
 	}
 	if _, set := os.LookupEnv(Var("ADMIN_TOKEN")); set && len(c.AdminToken) == 0 {
@@ -109,6 +117,9 @@ func Load() (*Config, error) {
 		c.ExportDir = filepath.Join(c.DataDir, "exports")
 	}
 	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if err := c.checkDirs(); err != nil {
 		return nil, err
 	}
 	return &c, nil
@@ -137,7 +148,7 @@ func (c *Config) Validate() error {
 	if err != nil {
 		return fmt.Errorf("%s: %q is not host:port: %w", Var("ADMIN_ADDR"), c.AdminAddr, err)
 	}
-	if !loopback(adminHost) && len(c.AdminToken) == 0 {
+	if !maybeLoopback(adminHost) && len(c.AdminToken) == 0 {
 		return fmt.Errorf("%s or %s: required when %s (%s) is not a loopback address",
 			Var("ADMIN_TOKEN"), Var("ADMIN_TOKEN_FILE"), Var("ADMIN_ADDR"), c.AdminAddr)
 	}
@@ -192,30 +203,67 @@ func (c *Config) ResubmitValueList() []string {
 	return out
 }
 
-// loopback reports whether host only accepts connections from this machine.
-func loopback(host string) bool {
-	if host == "localhost" {
-		return true
+// maybeLoopback reports whether host may turn out to be a loopback
+// address: a loopback IP, or a name. A name proves nothing ("localhost"
+// can resolve anywhere), so the daemon decides from the address it bound
+// (CheckAdminBound); this only refuses early what can never be loopback:
+// an empty host (all interfaces) or another IP.
+func maybeLoopback(host string) bool {
+	if host == "" {
+		return false
 	}
 	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return ip == nil || ip.IsLoopback()
+}
+
+// CheckAdminBound refuses an admin listener bound to anything but a
+// loopback address when no admin token is set. It judges the address the
+// kernel bound, after the name in BATCHHOOK_ADMIN_ADDR was resolved.
+func CheckAdminBound(bound net.Addr, tokenSet bool) error {
+	if tokenSet {
+		return nil
+	}
+	if tcp, ok := bound.(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("%s or %s: required: the admin listener (%s) is bound to %s, which is not a loopback address",
+		Var("ADMIN_TOKEN"), Var("ADMIN_TOKEN_FILE"), Var("ADMIN_ADDR"), bound)
 }
 
 var validLevels = map[string]bool{"trace": true, "debug": true, "info": true, "warn": true, "error": true}
 
+// validateBaseURL checks API_BASE_URL. Credentials in it (user:pass@) are
+// refused, not redacted: the URL is logged at start and appears in
+// errors, and the key has its own variables. No error here quotes a value
+// that holds an "@", and a parse error is reported without the URL.
 func validateBaseURL(raw string) error {
 	if raw == "" {
 		return errors.New("required")
 	}
+	shown, hidden := strconv.Quote(raw), strings.Contains(raw, "@")
+	if hidden {
+		shown = "the value (not shown: it holds an @)"
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("not a URL: %w", err)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // url.Error quotes the whole URL
+		}
+		if hidden { // even the detail may quote part of a password
+			return fmt.Errorf("%s is not a URL", shown)
+		}
+		return fmt.Errorf("%s is not a URL: %w", shown, err)
+	}
+	if u.User != nil {
+		return fmt.Errorf("must not carry credentials (user:password@); put the API key in %s or %s",
+			Var("API_KEY"), Var("API_KEY_FILE"))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q must be an absolute http or https URL", raw)
+		return fmt.Errorf("%s must be an absolute http or https URL", shown)
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("%q must not carry a query or fragment", raw)
+		return fmt.Errorf("%s must not carry a query or fragment", shown)
 	}
 	return nil
 }

@@ -33,6 +33,7 @@ var shortNames = []string{
 	"ADMIN_ADDR", "ADMIN_TOKEN", "ADMIN_TOKEN_FILE",
 	"SUBMIT_PER_MINUTE", "MAX_IN_FLIGHT", "RECONCILE_AFTER", "STATUS_FIELD",
 	"MAX_SUBMISSION_BYTES", "RESUBMIT_FIELD", "RESUBMIT_VALUES", "ITEM_CPF_FIELD",
+	"REPAIR_PERMISSIONS",
 }
 
 // cleanEnv unsets every BATCHHOOK_ variable and every unprefixed name we
@@ -189,6 +190,7 @@ func TestLoadIgnoresUnprefixedVariables(t *testing.T) {
 		"ADMIN_ADDR": "nope", "ADMIN_TOKEN": "", "ADMIN_TOKEN_FILE": "/nonexistent/token",
 		"SUBMIT_PER_MINUTE": "0", "MAX_IN_FLIGHT": "-1", "RECONCILE_AFTER": "0s", "STATUS_FIELD": "unprefixed",
 		"MAX_SUBMISSION_BYTES": "1", "RESUBMIT_FIELD": "unprefixed", "RESUBMIT_VALUES": ",", "ITEM_CPF_FIELD": "unprefixed",
+		"REPAIR_PERMISSIONS": "true",
 	}
 	if len(bogus) != len(shortNames) {
 		t.Fatalf("bogus covers %d names, want %d", len(bogus), len(shortNames))

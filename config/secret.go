@@ -5,7 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
+	"syscall"
 )
 
 // Secret holds a signing secret or API key. Its String method and every fmt
@@ -34,11 +37,17 @@ func (s Secret) Fingerprint() string {
 	return hex.EncodeToString(sum[:4])
 }
 
+// MaxSecretBytes caps a secret file: a key, a secret or a token is a few
+// dozen bytes, and a path pointing at something else (a log, /dev/zero)
+// must fail at once instead of growing memory.
+const MaxSecretBytes = 4 << 10
+
 // loadSecret reads BATCHHOOK_<name> or the file named by BATCHHOOK_<name>_FILE.
 // Setting both is an error. The value is used byte for byte (never
 // trimmed); from a file, one final line ending (\n or \r\n) is dropped
-// because editors add one.
-func loadSecret(name, file string) (Secret, error) {
+// because editors add one. A file that group or others can read adds a
+// Warning to warns (when warns is not nil).
+func loadSecret(name, file string, warns *[]Warning) (Secret, error) {
 	value, set := os.LookupEnv(Var(name))
 	if set && file != "" {
 		return nil, fmt.Errorf("%s and %s: set only one of them", Var(name), Var(name+"_FILE"))
@@ -49,20 +58,51 @@ func loadSecret(name, file string) (Secret, error) {
 		}
 		return Secret(value), nil
 	}
-	s, err := ReadSecretFile(file)
+	s, mode, err := ReadSecretFileMode(file)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Var(name+"_FILE"), err)
+	}
+	if w := SecretFileWarning(name, file, mode); w != nil && warns != nil {
+		*warns = append(*warns, *w)
 	}
 	return s, nil
 }
 
 // ReadSecretFile reads a secret file with the one rule batchhook applies
 // everywhere: the content byte for byte, minus one final "\n" or "\r\n".
-// An empty result is an error.
+// An empty result is an error, and so is a file larger than
+// MaxSecretBytes or one that is not a regular file (a FIFO or a device
+// would block or never end).
 func ReadSecretFile(path string) (Secret, error) {
-	b, err := os.ReadFile(path)
+	s, _, err := ReadSecretFileMode(path)
+	return s, err
+}
+
+// ReadSecretFileMode is ReadSecretFile that also returns the file's
+// permission bits, for SecretFileWarning.
+func ReadSecretFileMode(path string) (Secret, fs.FileMode, error) {
+	// O_NONBLOCK: opening a FIFO without a writer would otherwise block
+	// for ever; it changes nothing for a regular file.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, fmt.Errorf("read secret file: %w", err)
+		return nil, 0, fmt.Errorf("read secret file: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, 0, fmt.Errorf("read secret file: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("secret file %s is %s, not a regular file", path, fileKind(st.Mode()))
+	}
+	// Read one byte past the cap, so that a file that grew after Stat is
+	// still caught.
+	b, err := io.ReadAll(io.LimitReader(f, MaxSecretBytes+1))
+	if err != nil {
+		return nil, 0, fmt.Errorf("read secret file: %w", err)
+	}
+	if len(b) > MaxSecretBytes {
+		return nil, 0, fmt.Errorf("secret file %s is larger than %d bytes: it does not hold a secret", path, MaxSecretBytes)
 	}
 	if bytes.HasSuffix(b, []byte("\r\n")) {
 		b = b[:len(b)-2]
@@ -70,7 +110,37 @@ func ReadSecretFile(path string) (Secret, error) {
 		b = b[:len(b)-1]
 	}
 	if len(b) == 0 {
-		return nil, fmt.Errorf("secret file %s is empty", path)
+		return nil, 0, fmt.Errorf("secret file %s is empty", path)
 	}
-	return Secret(b), nil
+	return Secret(b), st.Mode().Perm(), nil
+}
+
+// SecretFileWarning returns a warning when group or others can read the
+// secret file of BATCHHOOK_<name>_FILE (mode from ReadSecretFileMode),
+// else nil. It is a warning, not an error: a group that holds only the
+// service user is a valid set-up, but usually the file should be 0600 or
+// 0400.
+func SecretFileWarning(name, path string, mode fs.FileMode) *Warning {
+	if mode&0o044 == 0 {
+		return nil
+	}
+	return &Warning{Event: "secret_file_readable", Variable: Var(name + "_FILE"), Path: path, Mode: mode,
+		Message: "the secret file is readable by group or others; chmod 0600 it"}
+}
+
+// fileKind names a non-regular file's type for an error message.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "a special file"
 }

@@ -254,6 +254,10 @@ func TestKubernetesManifests(t *testing.T) {
 		m := e.(map[string]any)
 		env[m["name"].(string)], _ = m["value"].(string)
 	}
+	if d := env["BATCHHOOK_DATA_DIR"]; !strings.HasPrefix(d, "/data/") || at(t, pod, "securityContext", "fsGroupChangePolicy") != "OnRootMismatch" {
+		t.Errorf("BATCHHOOK_DATA_DIR = %q: with fsGroup the volume root is group-writable, which batchhook refuses; "+
+			"want a subdirectory of /data and fsGroupChangePolicy OnRootMismatch", d)
+	}
 	if env["BATCHHOOK_ADMIN_ADDR"] != "0.0.0.0:9090" {
 		t.Errorf("BATCHHOOK_ADMIN_ADDR = %q, want 0.0.0.0:9090 inside the pod (DECISIONS 13)", env["BATCHHOOK_ADMIN_ADDR"])
 	}

@@ -86,6 +86,10 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		}
 	}()
 	cfg := d.cfg
+	for _, w := range cfg.Warnings {
+		d.log.Warn().Str("component", "daemon").Str("event", w.Event).Str("variable", w.Variable).Str("path", w.Path).
+			Str("mode", fmt.Sprintf("%04o", w.Mode)).Msg(w.Message)
+	}
 	if d.store, err = store.Open(cfg.DataDir, LockTimeout); err != nil {
 		return err
 	}
@@ -151,6 +155,11 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	adminLn, err := net.Listen("tcp", cfg.AdminAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s (BATCHHOOK_ADMIN_ADDR): %w", cfg.AdminAddr, err)
+	}
+	// Loopback is decided from the bound address, not the configured name.
+	if err := config.CheckAdminBound(adminLn.Addr(), len(cfg.AdminToken) > 0); err != nil {
+		adminLn.Close()
+		return err
 	}
 	d.adminAddr = adminLn.Addr()
 	d.admin.Serve(adminLn)

@@ -42,12 +42,16 @@ func (d *Daemon) Reload() error {
 		if s.file == "" {
 			continue
 		}
-		next, err := config.ReadSecretFile(s.file)
+		next, mode, err := config.ReadSecretFileMode(s.file)
 		if err != nil {
 			err = fmt.Errorf("%s: %w", config.Var(s.name+"_FILE"), err)
 			log.Error().Str("event", "secret_reload_failed").Err(err).Msg("reload failed; every old value is kept")
 			d.metrics.SecretsReloaded(false)
 			return err
+		}
+		if w := config.SecretFileWarning(s.name, s.file, mode); w != nil {
+			log.Warn().Str("event", w.Event).Str("variable", w.Variable).Str("path", w.Path).
+				Str("mode", fmt.Sprintf("%04o", w.Mode)).Msg(w.Message)
 		}
 		swaps = append(swaps, swap{s.name, s.ptr, next})
 	}

@@ -1,0 +1,38 @@
+package daemon
+
+import (
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+)
+
+// TestAdminBoundOffLoopbackWithoutTokenStopsTheStart: whatever the
+// configuration said (here a Config built in code, past Validate), an admin
+// listener the kernel bound to every interface without a token stops the
+// start, and its port is released.
+func TestAdminBoundOffLoopbackWithoutTokenStopsTheStart(t *testing.T) {
+	cfg, ln, _ := testConfig(t, t.TempDir())
+	probe, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := probe.Addr().(*net.TCPAddr).Port
+	probe.Close()
+	cfg.AdminAddr = probe.Addr().String()
+	d := New(cfg, zerolog.Nop())
+	err = d.Start(ln)
+	if err == nil {
+		d.Stop(t.Context())
+		t.Fatal("started with the admin API on every interface and no token")
+	}
+	if !strings.Contains(err.Error(), "BATCHHOOK_ADMIN_TOKEN") || !strings.Contains(err.Error(), "not a loopback address") {
+		t.Fatalf("error %q does not say what to fix", err)
+	}
+	again, err := net.Listen("tcp", probe.Addr().String())
+	if err != nil {
+		t.Fatalf("admin port %d still held after the refused start: %v", port, err)
+	}
+	again.Close()
+}
