@@ -204,3 +204,36 @@ func TestAdminLoopbackIsJudgedOnTheBoundAddress(t *testing.T) {
 		t.Fatalf("bench against localhost resolving to 0.0.0.0: %v\n%s", err, out)
 	}
 }
+
+// TestSignRefusesAnOversizedSecretFile: the CLI reads secret files with the
+// daemon's rule, cap included.
+func TestSignRefusesAnOversizedSecretFile(t *testing.T) {
+	paths := []string{writeTemp(t, strings.Repeat("s", 4097))}
+	if os.Getenv("BATCHHOOK_TEST_SKIP_DEV_ZERO") == "" {
+		paths = append(paths, "/dev/zero")
+	}
+	for _, p := range paths {
+		for _, cmdName := range []string{"sign", "verify"} {
+			args := []string{cmdName, "--secret-file", p}
+			if cmdName == "verify" {
+				args = append(args, "--signature", "x")
+			}
+			cmd := exec.Command(binary, args...)
+			cmd.Stdin = strings.NewReader("{}")
+			done := make(chan struct{})
+			var out []byte
+			var err error
+			go func() { out, err = cmd.CombinedOutput(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				<-done
+				t.Fatalf("%s --secret-file %s did not return in 10 s", cmdName, p)
+			}
+			if err == nil || !strings.Contains(string(out), p) {
+				t.Fatalf("%s --secret-file %s: %v %s", cmdName, p, err, out)
+			}
+		}
+	}
+}
