@@ -4,13 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
 
 // Known reports whether a batch.completed is already recorded for id (a
 // batch batchhook submitted or tracks, still waiting for one, is not
-// known). It runs in a read transaction: answering a duplicate delivery
+// known; nor is one abandoned before any was recorded). It runs in a read transaction: answering a duplicate delivery
 // never costs a write (an empty write transaction still fsyncs).
 func (s *Store) Known(id string) (bool, error) {
 	var known bool
@@ -26,7 +27,9 @@ func (s *Store) Known(id string) (bool, error) {
 
 // recordTx adds the record of n unless a batch.completed is already
 // recorded; it reports whether it did. A batch that was submitted or
-// tracked keeps its record and moves to queued with n as its notification.
+// tracked, or abandoned before any notification came (a 404 past
+// NOT_FOUND_GRACE, RETENTION), keeps its record and moves to queued with n
+// as its notification.
 func recordTx(tx *bolt.Tx, n Notification) (bool, error) {
 	b, err := getBatch(tx, n.BatchID)
 	switch {
@@ -37,8 +40,10 @@ func recordTx(tx *bolt.Tx, n Notification) (bool, error) {
 		}
 	case err != nil:
 		return false, err
-	case !b.State.Awaiting():
+	case !b.awaitingNotification():
 		return false, nil
+	case b.State == StateAbandoned: // given up while no notification had come
+		b.LastError, b.ErrorKind, b.FinishedAt = "", "", time.Time{}
 	}
 	b.Notification = n
 	b.UpdatedAt = n.ReceivedAt
