@@ -59,6 +59,9 @@ func (s *Store) writer() {
 			}
 		}
 		s.commitGroup(group)
+		// The slice is reused: drop its references to the bodies, or the
+		// largest burst's (up to maxGroup × MAX_BODY_BYTES) stays alive.
+		clear(group)
 	}
 }
 
