@@ -34,7 +34,8 @@ type tracer struct {
 }
 
 // attachStrace attaches strace to pid (every thread: -f), tracing
-// fdatasync and pwrite64, with inject as its fdatasync tampering. It returns
+// fdatasync and pwrite64, with inject as its tampering (strace's
+// -e inject=, e.g. "fdatasync:error=EIO"). It returns
 // once strace reports the process attached, and skips the test when strace
 // is missing or may not attach (ptrace refused).
 func attachStrace(t *testing.T, pid int, inject string) *tracer {
@@ -43,7 +44,7 @@ func attachStrace(t *testing.T, pid int, inject string) *tracer {
 	if err != nil {
 		t.Skip("strace is not installed: the fsync fault-injection test needs it (.ci/run installs it)")
 	}
-	cmd := exec.Command(path, "-f", "-p", fmt.Sprint(pid), "-e", "trace=fdatasync,pwrite64", "-e", "inject=fdatasync:"+inject)
+	cmd := exec.Command(path, "-f", "-p", fmt.Sprint(pid), "-e", "trace=fdatasync,pwrite64", "-e", "inject="+inject)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +182,7 @@ func completedBody(id string) []byte {
 func TestDuplicateWaitsForTheSlowFsync(t *testing.T) {
 	const delay = 1500 * time.Millisecond
 	s, d := quietSetup(t)
-	tr := attachStrace(t, d.cmd.Process.Pid, fmt.Sprintf("delay_enter=%d", delay.Microseconds()))
+	tr := attachStrace(t, d.cmd.Process.Pid, fmt.Sprintf("fdatasync:delay_enter=%d", delay.Microseconds()))
 	body := completedBody("b_slow_fsync")
 	first := make(chan delivery, 1)
 	go func() { first <- deliver(s.addr, body, 1) }()
@@ -218,7 +219,7 @@ func TestDuplicateWaitsForTheSlowFsync(t *testing.T) {
 // the batch is recorded once.
 func TestFailedFsyncFailsClosedAndRestarts(t *testing.T) {
 	s, d := quietSetup(t)
-	tr := attachStrace(t, d.cmd.Process.Pid, "error=EIO:when=2")
+	tr := attachStrace(t, d.cmd.Process.Pid, "fdatasync:error=EIO:when=2")
 	const id = "b_failed_fsync"
 	body := completedBody(id)
 	one := deliver(s.addr, body, 1)
@@ -278,4 +279,36 @@ func metaWriteIndex(trace string) int {
 		return loc[0]
 	}
 	return -1
+}
+
+// TestDiskFullIsAWriteErrorNotAFailure: every write to the database file
+// fails with ENOSPC (bbolt rolls the commit back before its meta page, so
+// nothing became visible). That is a write error, not a failed commit:
+// 503, /readyz false with the reason, counted, the daemon keeps running;
+// once the disk takes writes the provider's retry is recorded and
+// readiness comes back.
+func TestDiskFullIsAWriteErrorNotAFailure(t *testing.T) {
+	s, d := quietSetup(t)
+	tr := attachStrace(t, d.cmd.Process.Pid, "pwrite64:error=ENOSPC")
+	body := completedBody("b_disk_full")
+	if r := deliver(s.addr, body, 1); r.err != nil || r.code != 503 {
+		t.Fatalf("delivery on a full disk: %+v, want 503", r)
+	}
+	if code, out := get(t, d.admin+"/readyz", ""); code != 503 || !strings.Contains(out, "no space left on device") {
+		t.Fatalf("/readyz on a full disk: %d %s, want 503 naming it", code, out)
+	}
+	if n := writeErrors(t, d); n < 1 {
+		t.Fatalf("batchhook_store_write_errors_total = %v on a full disk", n)
+	}
+	tr.detach()
+	if r := deliver(s.addr, body, 2); r.err != nil || r.code != 200 || r.result != "accepted" {
+		t.Fatalf("retry once the disk takes writes: %+v, want 200 accepted", r)
+	}
+	if code, out := get(t, d.admin+"/readyz", ""); code != 200 {
+		t.Fatalf("/readyz once a write committed: %d %s", code, out)
+	}
+	if strings.Contains(d.out.String(), `"event":"store_failed"`) {
+		t.Fatal("a full disk failed the store; only a commit that may have become visible does")
+	}
+	d.stop(t)
 }
