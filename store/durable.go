@@ -108,20 +108,29 @@ func (d *durableDB) update(fn func(*bolt.Tx) error, clears bool) error {
 // View runs fn in a read transaction, then waits until the commit its
 // snapshot includes has returned (at once, unless a commit is syncing).
 func (d *durableDB) View(fn func(*bolt.Tx) error) error {
-	if err := d.failure(); err != nil {
-		return err
-	}
-	snap := -1
-	err := d.DB.View(func(tx *bolt.Tx) error {
-		snap = tx.ID()
-		return fn(tx)
-	})
+	snap, err := d.viewAt(fn)
 	if snap >= 0 {
 		if werr := d.waitDurable(snap); werr != nil {
 			return werr
 		}
 	}
 	return err
+}
+
+// viewAt runs fn in a read transaction without waiting, and returns the
+// snapshot's txid (-1 when none began) for the caller to waitDurable on
+// when its answer needs it: Known waits only for a "known", since an
+// unknown batch goes on to Record, whose commit follows any in flight.
+func (d *durableDB) viewAt(fn func(*bolt.Tx) error) (int, error) {
+	if err := d.failure(); err != nil {
+		return -1, err
+	}
+	snap := -1
+	err := d.DB.View(func(tx *bolt.Tx) error {
+		snap = tx.ID()
+		return fn(tx)
+	})
+	return snap, err
 }
 
 func (d *durableDB) waitDurable(id int) error {

@@ -11,14 +11,21 @@ import (
 
 // Known reports whether a batch.completed is already recorded for id (a
 // batch batchhook submitted or tracks, still waiting for one, is not
-// known; nor is one abandoned before any was recorded). It runs in a read transaction: answering a duplicate delivery
-// never costs a write (an empty write transaction still fsyncs).
+// known; nor is one abandoned before any was recorded). It runs in a read
+// transaction: answering a duplicate delivery never costs a write (an empty
+// write transaction still fsyncs). A "known" read from a commit that has
+// not returned yet waits for it (durable.go).
 func (s *Store) Known(id string) (bool, error) {
 	var known bool
-	err := s.db.View(func(tx *bolt.Tx) error {
+	snap, err := s.db.viewAt(func(tx *bolt.Tx) error {
 		known = tx.Bucket(bucketBatches).Get([]byte(id)) != nil && tx.Bucket(bucketAwaiting).Get([]byte(id)) == nil
 		return nil
 	})
+	if err == nil && known {
+		// Never a duplicate for a record whose commit is still syncing
+		// (or then fails): wait for it to return.
+		err = s.db.waitDurable(snap)
+	}
 	if err != nil {
 		return false, fmt.Errorf("look up batch %s: %w", id, err)
 	}
