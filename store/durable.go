@@ -17,22 +17,25 @@ import (
 //  1. No read answers from a commit that has not returned. bbolt writes the
 //     new meta page (pwrite) before its fdatasync, and a read transaction
 //     begun in between already sees the commit (tx.go writeMeta; db.go
-//     beginTx copies db.meta(), the valid meta with the highest txid). A
-//     read whose snapshot (tx.ID() of a read transaction is its meta txid)
-//     is newer than the last commit that returned waits for that commit,
-//     so a `duplicate` is never answered for a record still syncing.
-//  2. After a failed commit it fails closed. A commit that fails once its
-//     meta page was written (an fdatasync error) stays visible in the page
-//     cache, and the kernel may have dropped the unwritten pages: nothing
-//     read from the file can be trusted and an fsync is not retried on the
-//     same file. Every later read and write returns ErrFailed, Failed() is
-//     closed, and the daemon exits for its supervisor to restart it
-//     (DECISIONS 31: no reopening in-process).
+//     beginTx copies db.meta(), the valid meta with the highest txid;
+//     Tx.OnCommit handlers run only after the sync). A read's tx.ID() is
+//     its meta's txid: View waits while it is newer than the last commit
+//     that returned, and Known does the same before answering "known", so
+//     a `duplicate` is never answered for a record still syncing.
+//  2. A failed commit fails the store closed. Once the meta page is written
+//     the commit stays visible in the page cache even if its fdatasync
+//     fails, and after an fsync error the kernel may have dropped unwritten
+//     pages: nothing read from the file can be trusted and the fsync is not
+//     retried on the same file. Every later read and write returns
+//     ErrFailed, Failed() is closed, and the daemon exits for its
+//     supervisor to restart it (DECISIONS 31: no reopening in-process).
 //
-// A write that fails before anything became visible for lack of space
-// (ENOSPC, EDQUOT: bbolt rolled it back, the meta page was not written) is
-// a write error, not a failure: Err reports it (readiness is false) until a
-// later write commits.
+// One failure is not a failed commit: lack of space (ENOSPC, EDQUOT) before
+// the meta page was written (a new reader still sees the previous txid).
+// bbolt rolled it back; the pages it wrote are free in the last committed
+// meta and are written in full again before any commit uses them. That is
+// a write error: answered 503, counted, reported by Err (readiness false)
+// until a later write commits, and the disk may be freed meanwhile.
 //
 // Every write goes through Update, whose embedded bbolt method it shadows;
 // DB.Batch is not used (it would bypass this type).
