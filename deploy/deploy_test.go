@@ -128,6 +128,8 @@ func TestSystemdUnit(t *testing.T) {
 		"NoNewPrivileges": "yes", "ProtectSystem": "strict", "ProtectHome": "yes", "PrivateTmp": "yes",
 		"StateDirectory": "batchhook", "ReadOnlyPaths": "/etc/batchhook", "UMask": "0077", "User": "batchhook",
 		"CapabilityBoundingSet": "",
+		// A failed commit exits non-zero for a fresh open (DECISIONS 31).
+		"Restart": "on-failure",
 	}
 	for k, v := range want {
 		if got := svc[k]; len(got) == 0 || got[len(got)-1] != v {

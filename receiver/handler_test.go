@@ -478,3 +478,28 @@ func TestDefaultLimitsAreSet(t *testing.T) {
 		t.Errorf("MaxHeaderBytes = %d", l.MaxHeaderBytes)
 	}
 }
+
+// TestLateWebhookForABatchAbandonedWithoutOneIsQueued: the reconciler gave
+// up on a tracked batch (404 past NOT_FOUND_GRACE) before any notification
+// came; the provider's genuine batch.completed then queues it (issue 10
+// item 6), and only a replay of it is a duplicate.
+func TestLateWebhookForABatchAbandonedWithoutOneIsQueued(t *testing.T) {
+	e := start(t, nil)
+	now := time.Now().UTC()
+	if _, _, err := e.store.Track("b_late", now, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.AbandonAwaiting("b_late", "provider answered 404 past NOT_FOUND_GRACE", now); err != nil {
+		t.Fatal(err)
+	}
+	b := body("b_late", "completed")
+	if r := e.post(t, testPath, b, signed(b)); r.code != 200 || r.body["result"] != "accepted" {
+		t.Fatalf("late genuine delivery: %d %v, want 200 accepted", r.code, r.body)
+	}
+	if rec, err := e.store.Get("b_late"); err != nil || rec.State != store.StateQueued || !bytes.Equal(rec.Notification.Raw, b) {
+		t.Fatalf("record after the late delivery = %+v, %v", rec, err)
+	}
+	if r := e.post(t, testPath, b, signed(b)); r.code != 200 || r.body["result"] != "duplicate" {
+		t.Fatalf("replay: %d %v, want 200 duplicate", r.code, r.body)
+	}
+}

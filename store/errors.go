@@ -17,3 +17,14 @@ var ErrBadCursor = errors.New("bad cursor")
 
 // ErrExists is returned when a submission id is already used.
 var ErrExists = errors.New("already exists")
+
+// ErrFailed is returned by every method after a commit failed: the store
+// fails closed (no read or write is trusted any more, since the page cache
+// may show a commit that never reached the disk) and the daemon exits for
+// its supervisor to restart it.
+var ErrFailed = errors.New("store failed after a commit error; batchhook must restart")
+
+// ErrSymlink is returned by Open when the database file is a symbolic
+// link: it is refused, never followed (a planted link would put the
+// database, and its mode, wherever the link points).
+var ErrSymlink = errors.New("database file is a symbolic link; refusing to follow it")

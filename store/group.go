@@ -59,6 +59,9 @@ func (s *Store) writer() {
 			}
 		}
 		s.commitGroup(group)
+		// The slice is reused: drop its references to the bodies, or the
+		// largest burst's (up to maxGroup × MAX_BODY_BYTES) stays alive.
+		clear(group)
 	}
 }
 
@@ -66,8 +69,13 @@ func (s *Store) writer() {
 // transaction fails, every caller gets the error (and answers 503).
 func (s *Store) commitGroup(group []recordReq) {
 	results := make([]recordRes, len(group))
+	// The test knob refuses before anything is written: a write error
+	// (counted, readiness false until a write commits), not a failed commit,
+	// so the store recovers once the knob is removed.
 	err := s.injectedFault()
-	if err == nil {
+	if err != nil {
+		s.db.writeFailed(err)
+	} else {
 		err = s.applyGroup(group, results)
 	}
 	for i, r := range group {

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -94,4 +95,32 @@ func BenchmarkRecord(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestWriterKeepsNoBodyAfterItsCommit: the writer reuses its group slice;
+// a body it recorded must be collectable once Record returned, or the
+// largest burst's bodies (up to maxGroup × MAX_BODY_BYTES) stay alive.
+func TestWriterKeepsNoBodyAfterItsCommit(t *testing.T) {
+	s := openTest(t, t.TempDir())
+	freed := make(chan struct{})
+	func() {
+		body := new([64 << 10]byte)
+		n := note("b_big", t0)
+		n.Raw = body[:copy(body[:], `{"raw":true}`)]
+		runtime.SetFinalizer(body, func(*[64 << 10]byte) { close(freed) })
+		if _, err := s.Record(n); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	deadline := time.After(5 * time.Second)
+	for {
+		runtime.GC()
+		select {
+		case <-freed:
+			return
+		case <-deadline:
+			t.Fatal("the recorded body is still reachable 5s after Record returned: the writer keeps it")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }

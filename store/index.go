@@ -16,8 +16,9 @@ import (
 //   - pending: (created time, id) for batches not in a final state, whose
 //     first key is the oldest batch not yet exported;
 //   - counts: the number of batches in each state;
-//   - awaiting: the ids of submitted and tracked batches, so that Known
-//     answers a webhook without decoding the record.
+//   - awaiting: the ids of batches still waiting for their first
+//     batch.completed (Batch.awaitingNotification), so that Known answers a
+//     webhook without decoding the record.
 var (
 	bucketCreated  = []byte("created")
 	bucketPending  = []byte("pending")
@@ -73,18 +74,15 @@ func setState(tx *bolt.Tx, b *Batch, to State) error {
 			return err
 		}
 	}
-	switch aw := tx.Bucket(bucketAwaiting); {
-	case to.Awaiting():
-		if err := aw.Put([]byte(b.ID), nil); err != nil {
-			return err
-		}
-	case from.Awaiting():
-		if err := aw.Delete([]byte(b.ID)); err != nil {
-			return err
-		}
-	}
 	b.State = to
-	return nil
+	// Membership follows the new state (and whether a notification is
+	// recorded, so set b.Notification first); Delete of an absent key
+	// writes nothing.
+	aw := tx.Bucket(bucketAwaiting)
+	if b.awaitingNotification() {
+		return aw.Put([]byte(b.ID), nil)
+	}
+	return aw.Delete([]byte(b.ID))
 }
 
 // Counts returns how many batches are in each state.

@@ -10,7 +10,8 @@ import (
 //	(none) ──submitter: provider accepted a chunk──▶ submitted
 //	(none) ──operator: track──▶ tracked
 //	(none) | submitted | tracked ──first batch.completed (webhook or poll)──▶ queued
-//	submitted | tracked ──reconciler: RETENTION over──▶ abandoned (final)
+//	submitted | tracked ──reconciler: RETENTION over, or 404 past NOT_FOUND_GRACE──▶ abandoned (final)
+//	abandoned with no notification recorded ──a late batch.completed──▶ queued
 //	queued ──fetcher: Lease──▶ fetching
 //	fetching ──fetcher: Checkpoint──▶ fetching (one page further)
 //	fetching ──fetcher: Retry / Release, or daemon start: ReleaseLeases──▶ queued
@@ -43,6 +44,14 @@ func (s State) Final() bool { return s == StateExported || s == StateAbandoned }
 // Awaiting reports whether a batch in state s waits for its first
 // batch.completed: a webhook for it is accepted, not a duplicate.
 func (s State) Awaiting() bool { return s == StateSubmitted || s == StateTracked }
+
+// awaitingNotification reports whether b still waits for its first
+// batch.completed, so that one is accepted (and queued), not answered as a
+// duplicate: submitted or tracked, or abandoned by the reconciler before
+// any notification was recorded (the provider may still keep the results).
+func (b *Batch) awaitingNotification() bool {
+	return b.State.Awaiting() || b.State == StateAbandoned && b.Notification.Event == ""
+}
 
 // States lists every batch state, in pipeline order (for metrics and docs).
 var States = []State{StateSubmitted, StateTracked, StateQueued, StateFetching, StateExported, StateAbandoned}

@@ -4,20 +4,28 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
 
 // Known reports whether a batch.completed is already recorded for id (a
 // batch batchhook submitted or tracks, still waiting for one, is not
-// known). It runs in a read transaction: answering a duplicate delivery
-// never costs a write (an empty write transaction still fsyncs).
+// known; nor is one abandoned before any was recorded). It runs in a read
+// transaction: answering a duplicate delivery never costs a write (an empty
+// write transaction still fsyncs). A "known" read from a commit that has
+// not returned yet waits for it (durable.go).
 func (s *Store) Known(id string) (bool, error) {
 	var known bool
-	err := s.db.View(func(tx *bolt.Tx) error {
+	snap, err := s.db.viewAt(func(tx *bolt.Tx) error {
 		known = tx.Bucket(bucketBatches).Get([]byte(id)) != nil && tx.Bucket(bucketAwaiting).Get([]byte(id)) == nil
 		return nil
 	})
+	if err == nil && known {
+		// Never a duplicate for a record whose commit is still syncing
+		// (or then fails): wait for it to return.
+		err = s.db.waitDurable(snap)
+	}
 	if err != nil {
 		return false, fmt.Errorf("look up batch %s: %w", id, err)
 	}
@@ -26,7 +34,9 @@ func (s *Store) Known(id string) (bool, error) {
 
 // recordTx adds the record of n unless a batch.completed is already
 // recorded; it reports whether it did. A batch that was submitted or
-// tracked keeps its record and moves to queued with n as its notification.
+// tracked, or abandoned before any notification came (a 404 past
+// NOT_FOUND_GRACE, RETENTION), keeps its record and moves to queued with n
+// as its notification.
 func recordTx(tx *bolt.Tx, n Notification) (bool, error) {
 	b, err := getBatch(tx, n.BatchID)
 	switch {
@@ -37,8 +47,10 @@ func recordTx(tx *bolt.Tx, n Notification) (bool, error) {
 		}
 	case err != nil:
 		return false, err
-	case !b.State.Awaiting():
+	case !b.awaitingNotification():
 		return false, nil
+	case b.State == StateAbandoned: // given up while no notification had come
+		b.LastError, b.ErrorKind, b.FinishedAt = "", "", time.Time{}
 	}
 	b.Notification = n
 	b.UpdatedAt = n.ReceivedAt

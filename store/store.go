@@ -34,7 +34,7 @@ var (
 
 // Store is the bbolt-backed store. It is safe for concurrent use.
 type Store struct {
-	db   *bolt.DB
+	db   *durableDB // bbolt, failing closed after a failed commit (durable.go)
 	wake chan struct{}
 	// submitWake and pollWake wake the submitter and the reconciler.
 	submitWake chan struct{}
@@ -51,13 +51,20 @@ type Store struct {
 // Open opens (creating if needed) the database in dir, with mode 0600 and
 // its directory 0700. It waits at most lockTimeout for another process's
 // lock and then fails with ErrLocked, so a second daemon on the same data
-// directory stops at once with a clear message instead of hanging.
+// directory stops at once with a clear message instead of hanging. A
+// database file that is a symbolic link is refused with ErrSymlink.
 func Open(dir string, lockTimeout time.Duration) (*Store, error) {
+	return open(dir, lockTimeout, openNoFollow)
+}
+
+// open is Open with the function that opens the file (tests wrap it to
+// reach the file handle and make a commit fail).
+func open(dir string, lockTimeout time.Duration, openFile func(string, int, os.FileMode) (*os.File, error)) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
 	path := filepath.Join(dir, FileName)
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout, OpenFile: openFile})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("open %s: %w (is another batchhook running on this data dir?)", path, ErrLocked)
 	}
@@ -77,7 +84,12 @@ func Open(dir string, lockTimeout time.Duration) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("initialise %s: %w", path, err)
 	}
-	s := &Store{db: db, wake: make(chan struct{}, 1), submitWake: make(chan struct{}, 1), pollWake: make(chan struct{}, 1), records: make(chan recordReq, maxGroup),
+	ddb, err := newDurableDB(db)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	s := &Store{db: ddb, wake: make(chan struct{}, 1), submitWake: make(chan struct{}, 1), pollWake: make(chan struct{}, 1), records: make(chan recordReq, maxGroup),
 		quit: make(chan struct{}), writerDone: make(chan struct{})}
 	go s.writer()
 	return s, nil
@@ -109,9 +121,11 @@ func (s *Store) notify() {
 	}
 }
 
-// Ping checks that the database accepts a write transaction.
+// Ping checks that the database accepts a write transaction. Its empty
+// commit does not clear the last write error (it succeeds on a full disk),
+// but its failure fails the store like any commit's.
 func (s *Store) Ping() error {
-	return s.db.Update(func(tx *bolt.Tx) error { return nil })
+	return s.db.update(func(tx *bolt.Tx) error { return nil }, false)
 }
 
 func getBatch(tx *bolt.Tx, id string) (*Batch, error) {

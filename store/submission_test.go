@@ -278,15 +278,56 @@ func TestPollRescheduleReconcileAndAbandon(t *testing.T) {
 	if gone.State != StateAbandoned || gone.LastError != "retention elapsed" {
 		t.Fatalf("abandoned = %+v", gone)
 	}
-	if known, _ := s.Known("gone"); !known {
-		t.Fatal("an abandoned batch is not known: its late webhook would be accepted")
-	}
 	if due, next, _ := s.NextPoll(t0.Add(time.Hour)); due != nil || !next.IsZero() {
 		t.Fatalf("abandoned batch still polled: %v %v", due, next)
 	}
 	counts, _ := s.Counts()
 	if counts[StateTracked] != 0 || counts[StateAbandoned] != 1 || counts[StateQueued] != 1 {
 		t.Fatalf("counts %v", counts)
+	}
+	// No notification was ever recorded for it: a late genuine one is
+	// accepted and queues the batch (issue 10 item 6), once.
+	if known, _ := s.Known("gone"); known {
+		t.Fatal("a batch abandoned before any notification is known: its late webhook would be a duplicate")
+	}
+	late := note("gone", t0.Add(3*time.Minute))
+	if created, err := s.Record(late); err != nil || !created {
+		t.Fatalf("late webhook for an abandoned batch = %v, %v; want accepted", created, err)
+	}
+	got, _ = s.Get("gone")
+	if got.State != StateQueued || !got.Notification.ReceivedAt.Equal(late.ReceivedAt) || !got.FinishedAt.IsZero() || got.LastError != "" {
+		t.Fatalf("late webhook left %+v", got)
+	}
+	if known, _ := s.Known("gone"); !known {
+		t.Fatal("the late notification is recorded, yet the batch is not known")
+	}
+	if created, _ := s.Record(note("gone", t0.Add(4*time.Minute))); created {
+		t.Fatal("a second late webhook was recorded again")
+	}
+	counts, _ = s.Counts()
+	if counts[StateAbandoned] != 0 || counts[StateQueued] != 2 {
+		t.Fatalf("counts after the late webhook %v", counts)
+	}
+}
+
+// TestAbandonedAfterANotificationStaysKnown: a batch the fetcher abandoned
+// had its notification recorded; a replay is a duplicate.
+func TestAbandonedAfterANotificationStaysKnown(t *testing.T) {
+	s := openTest(t, t.TempDir())
+	if _, err := s.Record(note("b1", t0)); err != nil {
+		t.Fatal(err)
+	}
+	if b, _, err := s.Lease(t0); err != nil || b == nil {
+		t.Fatalf("Lease = %v, %v", b, err)
+	}
+	if err := s.Finish("b1", StateAbandoned, "", "gone", t0); err != nil {
+		t.Fatal(err)
+	}
+	if known, _ := s.Known("b1"); !known {
+		t.Fatal("a batch abandoned after its notification is not known")
+	}
+	if created, _ := s.Record(note("b1", t0.Add(time.Minute))); created {
+		t.Fatal("a replay re-queued a batch abandoned after its notification")
 	}
 }
 

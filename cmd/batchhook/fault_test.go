@@ -4,6 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -71,6 +73,18 @@ func TestStorageFailureNeverAcknowledges(t *testing.T) {
 	if !strings.Contains(d.out.String(), `"event":"webhook_store_failed"`) {
 		t.Fatal("storage failure not logged")
 	}
+	// The knob refuses before anything is written: a write error, not a
+	// failed commit. Readiness says so (its own empty probe commit does not
+	// hide it), the counter counts it, and the daemon keeps running.
+	if code, body := get(t, d.admin+"/readyz", ""); code != 503 || !strings.Contains(body, "last write failed") {
+		t.Fatalf("/readyz after a failed write: %d %s, want 503 with the reason", code, body)
+	}
+	if n := writeErrors(t, d); n < 1 {
+		t.Fatalf("batchhook_store_write_errors_total = %v after a failed write", n)
+	}
+	if strings.Contains(d.out.String(), `"event":"store_failed"`) {
+		t.Fatal("a refused write failed the store; only a failed commit may")
+	}
 	if entries, _ := os.ReadDir(s.exports); len(entries) > 1 { // only .partial may exist
 		t.Fatalf("exports during a storage failure: %v", entries)
 	}
@@ -81,6 +95,9 @@ func TestStorageFailureNeverAcknowledges(t *testing.T) {
 		s.waitExport(t, id, d, 30*time.Second)
 		s.checkExport(t, id)
 	}
+	if code, body := get(t, d.admin+"/readyz", ""); code != 200 {
+		t.Fatalf("/readyz once writes commit again: %d %s", code, body)
+	}
 	d.stop(t)
 	st, err := store.Open(s.env["BATCHHOOK_DATA_DIR"], time.Second)
 	if err != nil {
@@ -90,4 +107,19 @@ func TestStorageFailureNeverAcknowledges(t *testing.T) {
 	if known, _ := st.Known("b_direct"); known {
 		t.Fatal("a delivery answered 503 was recorded")
 	}
+}
+
+// writeErrors reads batchhook_store_write_errors_total from /metrics.
+func writeErrors(t *testing.T, d *daemonProc) float64 {
+	t.Helper()
+	_, metrics := get(t, d.admin+"/metrics", "")
+	m := regexp.MustCompile(`(?m)^batchhook_store_write_errors_total (\S+)$`).FindStringSubmatch(metrics)
+	if m == nil {
+		t.Fatalf("/metrics has no batchhook_store_write_errors_total:\n%s", metrics)
+	}
+	n, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -47,17 +47,29 @@ func serve(ctx context.Context, args []string, e env) int {
 		fmt.Fprintf(stderr, "batchhook: %v\n", err)
 		return 1
 	}
-	for ctx.Err() == nil {
+	var fatal error
+	for ctx.Err() == nil && fatal == nil {
 		select {
 		case <-ctx.Done():
+		case fatal = <-d.Fatal(): // logged by the daemon (store_failed)
 		case <-e.reloads:
 			_ = d.Reload() // logged by Reload; the old values stay on failure
 		}
 	}
-	log.Info().Str("component", "daemon").Str("event", "stopping").Msg("signal received; stopping")
+	if fatal == nil {
+		log.Info().Str("component", "daemon").Str("event", "stopping").Msg("signal received; stopping")
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), 2*daemon.ShutdownTimeout)
 	defer cancel()
-	if err := d.Stop(sctx); err != nil {
+	err = d.Stop(sctx)
+	switch {
+	case fatal != nil:
+		// The store failed: exit non-zero so the supervisor restarts
+		// batchhook on a fresh open (systemd Restart=on-failure, the pod's
+		// restart policy). Stop's errors follow from the failure.
+		fmt.Fprintf(stderr, "batchhook: %v\n", fatal)
+		return 1
+	case err != nil:
 		log.Error().Str("component", "daemon").Str("event", "stop_failed").Err(err).Msg("unclean stop")
 		return 1
 	}

@@ -57,6 +57,9 @@ type Daemon struct {
 	// each sends its result on loopErr when it stops.
 	loops   int
 	loopErr chan error
+	// fatal carries the store's failure: the daemon can no longer serve
+	// and its process must exit for the supervisor to restart it.
+	fatal chan error
 
 	stopOnce sync.Once
 	stopErr  error
@@ -64,7 +67,7 @@ type Daemon struct {
 
 // New returns a daemon for cfg; Start runs it.
 func New(cfg config.Config, log zerolog.Logger) *Daemon {
-	d := &Daemon{cfg: cfg, log: log}
+	d := &Daemon{cfg: cfg, log: log, fatal: make(chan error, 1)}
 	d.secret.Store(&cfg.SigningSecret)
 	d.apiKey.Store(&cfg.APIKey)
 	d.adminToken.Store(&cfg.AdminToken)
@@ -129,7 +132,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	if err != nil {
 		return err
 	}
-	loops := []func(context.Context) error{f.Run}
+	loops := []func(context.Context) error{f.Run, d.watchStore}
 	sub, rec, svc, err := d.submitSide(client)
 	if err != nil {
 		return err
@@ -193,13 +196,37 @@ func (d *Daemon) AdminAddr() net.Addr { return d.adminAddr }
 
 // ready is /readyz: the store takes a write and the webhook listener is
 // bound. A rejected API key is not a readiness problem (webhooks are still
-// recorded); it shows in the metrics and logs.
+// recorded); it shows in the metrics and logs. A failed write makes it
+// false until a later write commits (an empty probe commit succeeds even on
+// a full disk, so it does not count), and a failed commit for good.
 func (d *Daemon) ready() error {
 	if !d.listening.Load() {
 		return errors.New("webhook listener not serving")
 	}
+	if err := d.store.Err(); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
 	if err := d.store.Ping(); err != nil {
 		return fmt.Errorf("store not writable: %w", err)
+	}
+	return nil
+}
+
+// Fatal delivers the error that ended the daemon's ability to serve (a
+// failed commit: the store refuses everything). The caller then stops the
+// daemon, whose waiting requests are answered 503, and exits non-zero: the
+// database is not reopened in the same process (DECISIONS 31).
+func (d *Daemon) Fatal() <-chan error { return d.fatal }
+
+// watchStore is the loop that turns the store's failure into Fatal.
+func (d *Daemon) watchStore(ctx context.Context) error {
+	select {
+	case <-d.store.Failed():
+		err := d.store.Err()
+		d.log.Error().Str("component", "daemon").Str("event", "store_failed").Err(err).
+			Msg("a commit failed: the store refuses every request from now on; batchhook exits for its supervisor to restart it")
+		d.fatal <- err
+	case <-ctx.Done():
 	}
 	return nil
 }

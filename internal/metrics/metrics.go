@@ -21,6 +21,8 @@ type States interface {
 	Counts() (map[store.State]int, error)
 	OldestPending() (time.Time, bool, error)
 	ChunkCounts() (map[store.ChunkState]int, error)
+	// WriteErrors counts the store's writes that did not commit.
+	WriteErrors() uint64
 }
 
 // Metrics holds batchhook's collectors in a registry of its own (no global
@@ -142,6 +144,8 @@ var (
 		"Submission chunks by state; submit_unknown ones need an operator's decision.", []string{"state"}, nil)
 	oldestDesc = prometheus.NewDesc("batchhook_queue_oldest_seconds",
 		"Age of the oldest batch not yet exported or abandoned (0 when none).", nil, nil)
+	writeErrorsDesc = prometheus.NewDesc("batchhook_store_write_errors_total",
+		"Store writes that did not commit (disk full, I/O error); readiness is false until a write commits again.", nil, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -149,9 +153,11 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- oldestDesc
 	ch <- inFlightDesc
 	ch <- chunksDesc
+	ch <- writeErrorsDesc
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(writeErrorsDesc, prometheus.CounterValue, float64(c.states.WriteErrors()))
 	counts, err := c.states.Counts()
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(batchesDesc, err)
