@@ -13,7 +13,7 @@ import (
 //	submitted | tracked ──reconciler: RETENTION over──▶ abandoned (final)
 //	queued ──fetcher: Lease──▶ fetching
 //	fetching ──fetcher: Checkpoint──▶ fetching (one page further)
-//	fetching ──fetcher: Retry / Release, or daemon start: ReleaseLeases──▶ queued
+//	fetching ──fetcher: Retry / Restart / Release, or daemon start: ReleaseLeases──▶ queued
 //	fetching ──fetcher: Finish──▶ exported | abandoned (final)
 type State string
 
