@@ -220,3 +220,24 @@ func (c *lineCounter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// OpenResults opens results.ndjson of the published export of batchID for
+// reading, without following a link at any step (ErrUnsafePath), so that a
+// planted link cannot make batchhook read, and act on, files outside the
+// root.
+func (d *Dir) OpenResults(batchID string) (io.ReadCloser, error) {
+	if err := checkID(batchID); err != nil {
+		return nil, err
+	}
+	h, err := d.open()
+	if err != nil {
+		return nil, err
+	}
+	defer h.close()
+	dir, _, err := openDirAt(h.root, batchID, false)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	return openFileAt(dir, ResultsFile, os.O_RDONLY)
+}

@@ -3,6 +3,7 @@ package export
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -339,5 +340,26 @@ func assertUntouched(t *testing.T, dir string) {
 		if err != nil || st.Size() != 0 {
 			t.Errorf("the file outside the root was written to (%v, %v)", st.Size(), err)
 		}
+	}
+}
+
+// OpenResults reads a published export and refuses a link in its place.
+func TestOpenResultsRefusesALink(t *testing.T) {
+	d := newTestDir(t)
+	publish(t, d, "b-1", false, `{"v":1}`)
+	rc, err := d.OpenResults("b-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(rc)
+	rc.Close()
+	if string(data) != `{"v":1}`+"\n" {
+		t.Fatalf("OpenResults read %q", data)
+	}
+	outside := t.TempDir()
+	copyExport(t, d.Path("b-1"), filepath.Join(outside, "b-2"))
+	mustSymlink(t, filepath.Join(outside, "b-2"), d.Path("b-2"))
+	if _, err := d.OpenResults("b-2"); !errors.Is(err, ErrUnsafePath) {
+		t.Fatalf("OpenResults through a link: %v, want ErrUnsafePath", err)
 	}
 }
