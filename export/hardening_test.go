@@ -3,6 +3,7 @@ package export
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -93,27 +94,36 @@ func copyExport(t *testing.T, src, dst string) {
 }
 
 // Issue 10 item 3: without RENAME_EXCHANGE, an old export left aside by an
-// earlier replace blocked every later refetch.
-func TestReplaceWithoutExchangeClearsWhatAnEarlierReplaceLeftAside(t *testing.T) {
+// earlier replace blocked every later refetch. With RENAME_EXCHANGE the
+// stale copy is cleared too: it is personal data.
+func TestReplaceClearsWhatAnEarlierReplaceLeftAside(t *testing.T) {
 	for _, aside := range []string{asideName("b-1"), "b-1" + legacySuffix} {
-		t.Run(aside, func(t *testing.T) {
-			d := newTestDir(t)
-			d.exchange = noExchange
-			final := publish(t, d, "b-1", false, `{"v":1}`)
-			copyExport(t, final, filepath.Join(d.Root(), partialDir, aside))
-			for v := 2; v <= 3; v++ {
-				item := `{"v":` + string(rune('0'+v)) + `}`
-				if got := publish(t, d, "b-1", true, item); got != final {
-					t.Fatalf("refetch %d published at %s", v, got)
-				}
-				if got := results(t, final); got != item+"\n" {
-					t.Fatalf("after refetch %d the export holds %q", v, got)
-				}
-			}
-			if names := partialNames(t, d); len(names) != 0 {
-				t.Fatalf("staging left behind: %v", names)
-			}
-		})
+		for _, withExchange := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s exchange=%v", aside, withExchange), func(t *testing.T) {
+				testReplaceClearsAside(t, aside, withExchange)
+			})
+		}
+	}
+}
+
+func testReplaceClearsAside(t *testing.T, aside string, withExchange bool) {
+	d := newTestDir(t)
+	if !withExchange {
+		d.exchange = noExchange
+	}
+	final := publish(t, d, "b-1", false, `{"v":1}`)
+	copyExport(t, final, filepath.Join(d.Root(), partialDir, aside))
+	for v := 2; v <= 3; v++ {
+		item := fmt.Sprintf(`{"v":%d}`, v)
+		if got := publish(t, d, "b-1", true, item); got != final {
+			t.Fatalf("refetch %d published at %s", v, got)
+		}
+		if got := results(t, final); got != item+"\n" {
+			t.Fatalf("after refetch %d the export holds %q", v, got)
+		}
+	}
+	if names := partialNames(t, d); len(names) != 0 {
+		t.Fatalf("staging left behind: %v", names)
 	}
 }
 

@@ -26,14 +26,14 @@ func asideName(batchID string) string { return asidePrefix + batchID }
 // support it, two renames leave a moment with no directory, but never a
 // partial one. The old export ends up in staging and is removed.
 func (d *Dir) replace(h *handles, batchID string) error {
+	// The published export exists (the caller checked), so anything left
+	// aside by an earlier replace is a stale copy of personal data: clear
+	// it, or the fallback's first rename fails for every later refetch.
+	if err := d.clearAside(h, batchID); err != nil {
+		return err
+	}
 	old := batchID
 	if err := d.exchange(h.partial, batchID, h.root, batchID); err != nil {
-		// The published export exists (the caller checked), so anything
-		// left aside by an earlier replace is a stale copy: clear it, or
-		// the rename below fails for every later refetch.
-		if err := d.clearAside(h, batchID); err != nil {
-			return err
-		}
 		old = asideName(batchID)
 		if err := renameAt(h.root, batchID, h.partial, old); err != nil {
 			return fmt.Errorf("move old export aside: %w", err)
