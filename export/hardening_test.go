@@ -373,3 +373,27 @@ func TestOpenResultsRefusesALink(t *testing.T) {
 		t.Fatalf("OpenResults through a link: %v, want ErrUnsafePath", err)
 	}
 }
+
+// A manifest planted as a hard link to a file outside is refused before
+// anything is cut or written through it.
+func TestAHardLinkedManifestIsNotTruncated(t *testing.T) {
+	d := newTestDir(t)
+	n, err := d.Append("b-1", 0, []json.RawMessage{json.RawMessage(`{"v":1}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("keep me"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(victim, filepath.Join(d.Root(), partialDir, "b-1", ManifestFile)); err != nil {
+		t.Skipf("hard link across the temp dirs: %v", err)
+	}
+	b := store.Batch{ID: "b-1", Checkpoint: store.Checkpoint{Done: true, Items: 1, Pages: 1, StagedBytes: n}}
+	if _, err := d.Publish(b, time.Now()); !errors.Is(err, ErrUnsafePath) {
+		t.Fatalf("Publish with a hard-linked manifest: %v, want ErrUnsafePath", err)
+	}
+	if data, _ := os.ReadFile(victim); string(data) != "keep me" {
+		t.Fatalf("the file outside the root became %q", data)
+	}
+}

@@ -207,10 +207,17 @@ func (d *Dir) writeManifest(h *handles, b store.Batch, exportedAt time.Time) err
 	return syncDir(dir)
 }
 
+// writeFileSync writes data as name inside dir and syncs it. It truncates
+// only after openFileAt has checked the file (O_TRUNC would cut a planted
+// hard link's other name before the check).
 func writeFileSync(dir *os.File, name string, data []byte) error {
-	f, err := openFileAt(dir, name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+	f, err := openFileAt(dir, name, os.O_WRONLY|os.O_CREATE)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", name, err)
+	}
+	if err := f.Truncate(0); err != nil {
+		f.Close()
+		return fmt.Errorf("truncate %s: %w", name, err)
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
