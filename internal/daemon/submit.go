@@ -42,9 +42,11 @@ func (d *Daemon) submitSide(reader *fetcher.Client) (*submit.Submitter, *submit.
 		return nil, nil, nil, err
 	}
 	svc, err := submit.NewService(submit.ServiceOptions{Store: d.store,
-		Logger:  d.log.With().Str("component", "submit").Logger(),
-		Rule:    submit.ResubmitRule{Field: cfg.ResubmitField, Values: cfg.ResubmitValueList(), CPFField: cfg.ItemCPFField},
-		Results: func(b store.Batch) (io.ReadCloser, error) { return d.sink.OpenResults(b.ID) }})
+		Logger: d.log.With().Str("component", "submit").Logger(),
+		Rule:   submit.ResubmitRule{Field: cfg.ResubmitField, Values: cfg.ResubmitValueList(), CPFField: cfg.ItemCPFField},
+		Results: func(b store.Batch) (io.ReadCloser, error) {
+			return d.sink.OpenResults(b.ID)
+		}})
 	if err != nil {
 		return nil, nil, nil, err
 	}
