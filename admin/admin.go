@@ -25,11 +25,12 @@ import (
 )
 
 // Store is what the admin API reads and changes. Errors are the store's:
-// store.ErrNotFound (404), store.ErrState (409), store.ErrBadCursor (400).
+// store.ErrNotFound (404), store.ErrState (409, also for a refetch past
+// retention), store.ErrBadCursor (400).
 type Store interface {
 	Get(id string) (*store.Batch, error)
 	List(state store.State, limit int, cursor string) ([]store.Batch, string, error)
-	Refetch(id string, now time.Time) (*store.Batch, error)
+	Refetch(id string, retention time.Duration, now time.Time) (*store.Batch, error)
 	ListQuarantined(limit int, cursor string) ([]store.Quarantined, string, error)
 	GetQuarantined(id string) (*store.Quarantined, error)
 	ChunksIn(state store.ChunkState, limit int) ([]store.Chunk, error)
@@ -49,9 +50,12 @@ type Options struct {
 	// MaxSubmissionBytes caps a POST /admin/submissions body.
 	MaxSubmissionBytes int64
 	// Ready returns nil when the daemon is ready, else the reason.
-	Ready  func() error
-	Logger zerolog.Logger
-	Now    func() time.Time
+	Ready func() error
+	// Retention is how long the provider keeps results (RETENTION): a
+	// refetch after it is refused with 409 and the reason.
+	Retention time.Duration
+	Logger    zerolog.Logger
+	Now       func() time.Time
 }
 
 // Server is the admin HTTP server.
@@ -63,8 +67,8 @@ type Server struct {
 
 // New builds the server; Serve starts it.
 func New(o Options) (*Server, error) {
-	if o.Store == nil || o.Metrics == nil || o.Ready == nil || o.Token == nil || o.Submissions == nil || o.MaxSubmissionBytes < 1 {
-		return nil, errors.New("admin: Store, Submissions, MaxSubmissionBytes, Metrics, Ready and Token are required")
+	if o.Store == nil || o.Metrics == nil || o.Ready == nil || o.Token == nil || o.Submissions == nil || o.MaxSubmissionBytes < 1 || o.Retention <= 0 {
+		return nil, errors.New("admin: Store, Submissions, MaxSubmissionBytes, Metrics, Ready, Token and Retention are required")
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -32,7 +32,7 @@ func newTestServer(t *testing.T, token string) (*httptest.Server, *store.Store) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Options{Store: st, Token: func() []byte { return []byte(token) }, Submissions: svc, MaxSubmissionBytes: 4096,
+	s, err := New(Options{Store: st, Token: func() []byte { return []byte(token) }, Submissions: svc, MaxSubmissionBytes: 4096, Retention: 168 * time.Hour,
 		Metrics: http.NotFoundHandler(), Ready: func() error { return nil }, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +107,7 @@ func TestReadyzReportsTheReason(t *testing.T) {
 	svc, _ := submit.NewService(submit.ServiceOptions{Store: st, Rule: submit.ResubmitRule{Field: "r", Values: []string{"p"}, CPFField: "c"},
 		Results: func(store.Batch) (io.ReadCloser, error) { return nil, os.ErrNotExist }})
 	s, err := New(Options{Store: st, Token: func() []byte { return []byte("t") }, Metrics: http.NotFoundHandler(),
-		Submissions: svc, MaxSubmissionBytes: 1024, Ready: func() error { return errTest }, Logger: zerolog.Nop()})
+		Submissions: svc, MaxSubmissionBytes: 1024, Retention: time.Hour, Ready: func() error { return errTest }, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,3 +127,24 @@ type testErr string
 func (e testErr) Error() string { return string(e) }
 
 const errTest = testErr("webhook listener not serving")
+
+// Issue 10 item 2: once the provider no longer keeps a batch's results, a
+// refetch answers 409 with the reason and leaves the batch as it was.
+func TestRefetchPastRetentionIsAConflictWithTheReason(t *testing.T) {
+	srv, st := newTestServer(t, "")
+	completed := time.Now().Add(-169 * time.Hour)
+	if _, err := st.Record(store.Notification{BatchID: "b_old", Status: "completed", CompletedAt: &completed, ReceivedAt: completed}); err != nil {
+		t.Fatal(err)
+	}
+	b, _, _ := st.Lease(time.Now())
+	if err := st.Finish(b.ID, store.StateExported, "/x/b_old", "", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	code, body := call(t, "POST", srv.URL+"/admin/batches/b_old/refetch")
+	if reason, _ := body["error"].(string); code != 409 || !strings.Contains(reason, "no longer keeps its results") {
+		t.Fatalf("refetch past retention: %d %v, want 409 with the reason", code, body)
+	}
+	if b, _ := st.Get("b_old"); b.State != store.StateExported || b.ExportPath != "/x/b_old" {
+		t.Fatalf("the refused refetch changed the batch: %+v", b)
+	}
+}

@@ -118,7 +118,7 @@ func (s *Server) showBatch(c echo.Context) error {
 }
 
 func (s *Server) refetch(c echo.Context) error {
-	b, err := s.o.Store.Refetch(c.Param("id"), s.o.Now().UTC())
+	b, err := s.o.Store.Refetch(c.Param("id"), s.o.Retention, s.o.Now().UTC())
 	if err != nil {
 		return storeError(c, err)
 	}

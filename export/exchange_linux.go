@@ -1,8 +1,13 @@
 package export
 
-import "golang.org/x/sys/unix"
+import (
+	"os"
 
-// exchange swaps two paths atomically.
-func exchange(a, b string) error {
-	return unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE)
+	"golang.org/x/sys/unix"
+)
+
+// exchange swaps a (inside aDir) and b (inside bDir) atomically; neither is
+// followed if it is a link.
+func exchange(aDir *os.File, a string, bDir *os.File, b string) error {
+	return unix.Renameat2(int(aDir.Fd()), a, int(bDir.Fd()), b, unix.RENAME_EXCHANGE)
 }

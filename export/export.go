@@ -55,18 +55,29 @@ type Manifest struct {
 // Dir is a file sink rooted at an export directory.
 type Dir struct {
 	root string
+	// exchange swaps two directories atomically; tests replace it to play
+	// a file system without RENAME_EXCHANGE.
+	exchange func(aDir *os.File, a string, bDir *os.File, b string) error
 }
 
-// New returns a sink rooted at root, creating root (0700) if needed.
+// New returns a sink rooted at root, creating root (0700) if needed. The
+// root itself is the operator's choice and may be a link; nothing under it
+// is ever followed (ErrUnsafePath), .partial included.
 func New(root string) (*Dir, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, fmt.Errorf("export dir %s: %w", root, err)
 	}
-	if err := os.MkdirAll(filepath.Join(abs, partialDir), 0o700); err != nil {
+	if err := os.MkdirAll(abs, dirMode); err != nil {
 		return nil, fmt.Errorf("create export dir: %w", err)
 	}
-	return &Dir{root: abs}, nil
+	d := &Dir{root: abs, exchange: exchange}
+	h, err := d.open()
+	if err != nil {
+		return nil, fmt.Errorf("create export dir: %w", err)
+	}
+	h.close()
+	return d, nil
 }
 
 // Root returns the absolute export root.
@@ -75,7 +86,28 @@ func (d *Dir) Root() string { return d.root }
 // Path returns where the export of batchID is published.
 func (d *Dir) Path(batchID string) string { return filepath.Join(d.root, batchID) }
 
-func (d *Dir) partial(batchID string) string { return filepath.Join(d.root, partialDir, batchID) }
+// handles are the open root and staging directories of one operation: every
+// name below them is resolved from these descriptors, never from a path.
+type handles struct{ root, partial *os.File }
+
+// open opens the root and .partial (creating .partial when missing).
+func (d *Dir) open() (*handles, error) {
+	root, err := os.Open(d.root)
+	if err != nil {
+		return nil, fmt.Errorf("open export root: %w", err)
+	}
+	partial, _, err := openDirAt(root, partialDir, true)
+	if err != nil {
+		root.Close()
+		return nil, err
+	}
+	return &handles{root: root, partial: partial}, nil
+}
+
+func (h *handles) close() {
+	h.partial.Close()
+	h.root.Close()
+}
 
 // checkID refuses an id that is not a safe directory name, whoever the
 // caller: the export must never reach outside its root.
@@ -87,59 +119,93 @@ func checkID(batchID string) error {
 }
 
 // Published reports whether a complete export of batchID is in place: a
-// manifest whose sha256 matches the results file next to it.
+// manifest whose sha256 matches the results file next to it. A link in
+// its place is an error (ErrUnsafePath), not an export.
 func (d *Dir) Published(batchID string) (string, time.Time, bool, error) {
 	if err := checkID(batchID); err != nil {
 		return "", time.Time{}, false, err
 	}
-	dir := d.Path(batchID)
-	m, ok, err := verify(dir)
+	h, err := d.open()
+	if err != nil {
+		return "", time.Time{}, false, err
+	}
+	defer h.close()
+	m, ok, err := verifyAt(h.root, batchID, batchID)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", time.Time{}, false, nil
 	}
 	if err != nil || !ok {
 		return "", time.Time{}, false, err
 	}
-	return dir, m.ExportedAt, true, nil
+	return d.Path(batchID), m.ExportedAt, true, nil
 }
 
 // Verify reports whether dir holds a complete export: its manifest parses,
 // names the directory's batch, and its sha256 and item count match
-// results.ndjson.
+// results.ndjson. dir must not be a link.
 func Verify(dir string) (bool, error) {
-	_, ok, err := verify(dir)
+	parent, err := os.Open(filepath.Dir(dir))
+	if err != nil {
+		return false, err
+	}
+	defer parent.Close()
+	name := filepath.Base(dir)
+	_, ok, err := verifyAt(parent, name, name)
 	return ok, err
 }
 
-func verify(dir string) (Manifest, bool, error) {
+// maxManifestBytes bounds what a manifest read may allocate.
+const maxManifestBytes = 1 << 20
+
+// verifyAt checks the export directory name inside parent, whose manifest
+// must name batch id. A missing directory or manifest is an error matching
+// os.ErrNotExist; a file in the directory's place is not an export
+// (ok=false, nil); a link is ErrUnsafePath.
+func verifyAt(parent *os.File, name, id string) (Manifest, bool, error) {
 	var m Manifest
-	data, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	dir, _, err := openDirAt(parent, name, false)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		if st, ok, serr := lstatAt(parent, name); serr == nil && ok && !isLink(st) {
+			return m, false, nil // a file or another entry: not an export
+		}
+		return m, false, err
+	}
 	if err != nil {
 		return m, false, err
 	}
-	if err := json.Unmarshal(data, &m); err != nil || m.BatchID != filepath.Base(dir) {
+	defer dir.Close()
+	mf, err := openFileAt(dir, ManifestFile, os.O_RDONLY)
+	if err != nil {
+		return m, false, err
+	}
+	data, err := io.ReadAll(io.LimitReader(mf, maxManifestBytes))
+	mf.Close()
+	if err != nil {
+		return m, false, fmt.Errorf("read manifest: %w", err)
+	}
+	if err := json.Unmarshal(data, &m); err != nil || m.BatchID != id {
 		return m, false, nil
 	}
-	sum, lines, err := hashFile(filepath.Join(dir, ResultsFile))
+	rf, err := openFileAt(dir, ResultsFile, os.O_RDONLY)
+	if errors.Is(err, os.ErrNotExist) {
+		return m, false, nil
+	}
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return m, false, nil
-		}
+		return m, false, err
+	}
+	defer rf.Close()
+	sum, lines, err := hashFile(rf)
+	if err != nil {
 		return m, false, err
 	}
 	return m, sum == m.SHA256 && lines == m.Items, nil
 }
 
-func hashFile(path string) (string, int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", 0, err
-	}
-	defer f.Close()
+func hashFile(f *os.File) (string, int64, error) {
 	h := sha256.New()
 	lc := &lineCounter{}
 	if _, err := io.Copy(io.MultiWriter(h, lc), f); err != nil {
-		return "", 0, fmt.Errorf("hash %s: %w", path, err)
+		return "", 0, fmt.Errorf("hash %s: %w", f.Name(), err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), lc.n, nil
 }
@@ -155,14 +221,23 @@ func (c *lineCounter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func syncDir(path string) error {
-	d, err := os.Open(path)
+// OpenResults opens results.ndjson of the published export of batchID for
+// reading, without following a link at any step (ErrUnsafePath), so that a
+// planted link cannot make batchhook read, and act on, files outside the
+// root.
+func (d *Dir) OpenResults(batchID string) (io.ReadCloser, error) {
+	if err := checkID(batchID); err != nil {
+		return nil, err
+	}
+	h, err := d.open()
 	if err != nil {
-		return fmt.Errorf("open dir for sync: %w", err)
+		return nil, err
 	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync dir %s: %w", path, err)
+	defer h.close()
+	dir, _, err := openDirAt(h.root, batchID, false)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	defer dir.Close()
+	return openFileAt(dir, ResultsFile, os.O_RDONLY)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/batchhook/batchhook/store"
@@ -16,10 +15,28 @@ func (d *Dir) Staged(batchID string) (int64, error) {
 	if err := checkID(batchID); err != nil {
 		return 0, err
 	}
-	st, err := os.Stat(filepath.Join(d.partial(batchID), ResultsFile))
+	h, err := d.open()
+	if err != nil {
+		return 0, err
+	}
+	defer h.close()
+	dir, _, err := openDirAt(h.partial, batchID, false)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	}
+	if err != nil {
+		return 0, err
+	}
+	defer dir.Close()
+	f, err := openFileAt(dir, ResultsFile, os.O_RDONLY)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("open staged results: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
 	if err != nil {
 		return 0, fmt.Errorf("stat staged results: %w", err)
 	}
@@ -34,15 +51,17 @@ func (d *Dir) Append(batchID string, offset int64, items []json.RawMessage) (int
 	if err := checkID(batchID); err != nil {
 		return 0, err
 	}
-	dir := d.partial(batchID)
-	created := false
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return 0, fmt.Errorf("create staging dir: %w", err)
-		}
-		created = true
+	h, err := d.open()
+	if err != nil {
+		return 0, err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, ResultsFile), os.O_RDWR|os.O_CREATE, 0o600)
+	defer h.close()
+	dir, created, err := openDirAt(h.partial, batchID, true)
+	if err != nil {
+		return 0, fmt.Errorf("create staging dir: %w", err)
+	}
+	defer dir.Close()
+	f, err := openFileAt(dir, ResultsFile, os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return 0, fmt.Errorf("open staged results: %w", err)
 	}
@@ -77,13 +96,31 @@ func (d *Dir) Append(batchID string, offset int64, items []json.RawMessage) (int
 	if created || st.Size() == 0 {
 		// The new file and directory entries must be durable before a
 		// checkpoint counts on them.
-		for _, p := range []string{dir, filepath.Dir(dir)} {
+		for _, p := range []*os.File{dir, h.partial} {
 			if err := syncDir(p); err != nil {
 				return 0, err
 			}
 		}
 	}
 	return offset + int64(n), nil
+}
+
+// Discard removes whatever is staged for batchID: a batch that ends without
+// publishing (abandoned, or kept at its previous export) must not leave its
+// personal data in .partial. A link there is removed, never followed.
+func (d *Dir) Discard(batchID string) error {
+	if err := checkID(batchID); err != nil {
+		return err
+	}
+	h, err := d.open()
+	if err != nil {
+		return err
+	}
+	defer h.close()
+	if err := removeAt(h.partial, batchID); err != nil {
+		return fmt.Errorf("remove staging: %w", err)
+	}
+	return syncDir(h.partial)
 }
 
 // Publish writes manifest.json beside the staged results, syncs it and the
@@ -94,22 +131,64 @@ func (d *Dir) Publish(b store.Batch, exportedAt time.Time) (string, error) {
 	if err := checkID(b.ID); err != nil {
 		return "", err
 	}
-	dir := d.partial(b.ID)
+	h, err := d.open()
+	if err != nil {
+		return "", err
+	}
+	defer h.close()
 	final := d.Path(b.ID)
-	if ok, err := Verify(final); err == nil && ok && !b.Refetch {
-		return final, os.RemoveAll(dir)
+	if _, ok, err := verifyAt(h.root, b.ID, b.ID); err == nil && ok && !b.Refetch {
+		return final, removeAt(h.partial, b.ID)
 	}
 	// A batch with no items may never have appended: stage the empty file.
 	if _, err := d.Append(b.ID, b.Checkpoint.StagedBytes, nil); err != nil {
 		return "", err
 	}
-	results := filepath.Join(dir, ResultsFile)
-	sum, lines, err := hashFile(results)
-	if err != nil {
+	if err := d.writeManifest(h, b, exportedAt); err != nil {
 		return "", err
 	}
+	st, exists, err := lstatAt(h.root, b.ID)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("check export dir: %w", err)
+	case exists && isLink(st):
+		return "", fmt.Errorf("publish %s: %s is a symbolic link: %w", b.ID, final, ErrUnsafePath)
+	case exists && !b.Refetch:
+		return "", fmt.Errorf("publish %s: %w", b.ID, ErrConflict)
+	case exists:
+		return final, d.replace(h, b.ID)
+	}
+	if err := renameAt(h.partial, b.ID, h.root, b.ID); err != nil {
+		return "", fmt.Errorf("publish %s: %w", b.ID, err)
+	}
+	if err := syncDir(h.root); err != nil {
+		return "", err
+	}
+	if err := syncDir(h.partial); err != nil {
+		return "", err
+	}
+	return final, nil
+}
+
+// writeManifest hashes the staged results, checks them against the
+// checkpoint and writes and syncs manifest.json beside them.
+func (d *Dir) writeManifest(h *handles, b store.Batch, exportedAt time.Time) error {
+	dir, _, err := openDirAt(h.partial, b.ID, false)
+	if err != nil {
+		return fmt.Errorf("open staging dir: %w", err)
+	}
+	defer dir.Close()
+	rf, err := openFileAt(dir, ResultsFile, os.O_RDONLY)
+	if err != nil {
+		return fmt.Errorf("open staged results: %w", err)
+	}
+	sum, lines, err := hashFile(rf)
+	rf.Close()
+	if err != nil {
+		return err
+	}
 	if lines != b.Checkpoint.Items {
-		return "", fmt.Errorf("staged results hold %d items, checkpoint says %d", lines, b.Checkpoint.Items)
+		return fmt.Errorf("staged results hold %d items, checkpoint says %d", lines, b.Checkpoint.Items)
 	}
 	n := b.Notification
 	m := Manifest{
@@ -120,71 +199,40 @@ func (d *Dir) Publish(b store.Batch, exportedAt time.Time) (string, error) {
 	}
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
-		return "", fmt.Errorf("encode manifest: %w", err)
+		return fmt.Errorf("encode manifest: %w", err)
 	}
-	if err := writeFileSync(filepath.Join(dir, ManifestFile), append(data, '\n')); err != nil {
-		return "", err
+	if err := writeFileSync(dir, ManifestFile, append(data, '\n')); err != nil {
+		return err
 	}
-	if err := syncDir(dir); err != nil {
-		return "", err
-	}
-	if _, err := os.Lstat(final); err == nil {
-		if !b.Refetch {
-			return "", fmt.Errorf("publish %s: %w", b.ID, ErrConflict)
-		}
-		return final, d.replace(dir, final)
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("check export dir: %w", err)
-	}
-	if err := os.Rename(dir, final); err != nil {
-		return "", fmt.Errorf("publish %s: %w", b.ID, err)
-	}
-	if err := syncDir(d.root); err != nil {
-		return "", err
-	}
-	if err := syncDir(filepath.Dir(dir)); err != nil {
-		return "", err
-	}
-	return final, nil
+	return syncDir(dir)
 }
 
-func writeFileSync(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+// writeFileSync writes data as name inside dir and syncs it. It truncates
+// only after openFileAt has checked the file (O_TRUNC would cut a planted
+// hard link's other name before the check).
+func writeFileSync(dir *os.File, name string, data []byte) error {
+	f, err := openFileAt(dir, name, os.O_WRONLY|os.O_CREATE)
 	if err != nil {
-		return fmt.Errorf("create %s: %w", filepath.Base(path), err)
+		return fmt.Errorf("create %s: %w", name, err)
+	}
+	if err := f.Truncate(0); err != nil {
+		f.Close()
+		return fmt.Errorf("truncate %s: %w", name, err)
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
-		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
+		return fmt.Errorf("write %s: %w", name, err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return fmt.Errorf("sync %s: %w", filepath.Base(path), err)
+		return fmt.Errorf("sync %s: %w", name, err)
 	}
 	return f.Close()
 }
 
-// replace puts the staged directory in place of the published one. With
-// renameat2(RENAME_EXCHANGE) the swap is atomic: a reader sees the old
-// export or the new one, never neither. Where the file system does not
-// support it, two renames leave a moment with no directory, but never a
-// partial one. The old export ends up in staging and is removed.
-func (d *Dir) replace(staged, final string) error {
-	if err := exchange(staged, final); err != nil {
-		old := staged + ".old"
-		if err := os.Rename(final, old); err != nil {
-			return fmt.Errorf("move old export aside: %w", err)
-		}
-		if err := os.Rename(staged, final); err != nil {
-			return fmt.Errorf("publish replacement: %w", err)
-		}
-		staged = old
+func syncDir(d *os.File) error {
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync dir %s: %w", d.Name(), err)
 	}
-	if err := syncDir(d.root); err != nil {
-		return err
-	}
-	if err := os.RemoveAll(staged); err != nil {
-		return fmt.Errorf("remove replaced export: %w", err)
-	}
-	return syncDir(filepath.Dir(staged))
+	return nil
 }

@@ -38,6 +38,9 @@ type Error struct {
 	// RetryAfter is the provider's Retry-After, 0 when absent.
 	RetryAfter time.Duration
 	Err        error
+	// restart: the pages staged so far cannot be trusted; they are
+	// dropped and the batch starts again from the first page.
+	restart bool
 }
 
 func (e *Error) Error() string {

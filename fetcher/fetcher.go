@@ -18,7 +18,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/batchhook/batchhook/internal/backoff"
 	"github.com/batchhook/batchhook/store"
 )
 
@@ -29,6 +28,7 @@ type Queue interface {
 	Lease(now time.Time) (*store.Batch, time.Time, error)
 	Checkpoint(id string, cp store.Checkpoint, now time.Time) error
 	Retry(id string, at time.Time, kind, reason string, countAttempt bool, now time.Time) error
+	Restart(id string, at time.Time, kind, reason string, now time.Time) error
 	Finish(id string, state store.State, exportPath, reason string, now time.Time) error
 	Wakeups() <-chan struct{}
 }
@@ -55,6 +55,10 @@ type Sink interface {
 	// new export replaces an existing one atomically; otherwise an existing
 	// complete export is kept.
 	Publish(b store.Batch, exportedAt time.Time) (string, error)
+	// Discard removes whatever is staged for batchID (nothing staged is
+	// not an error): a batch that ends without publishing must not leave
+	// personal data behind.
+	Discard(batchID string) error
 }
 
 // Pager reads one page; *Client implements it.
@@ -75,8 +79,12 @@ type Options struct {
 	// its receipt, when completed_at is unknown) is abandoned.
 	Retention     time.Duration
 	NotFoundGrace time.Duration
-	BackoffBase   time.Duration
-	BackoffMax    time.Duration
+	// PageLimit is the limit asked of each page (BATCHHOOK_PAGE_LIMIT); it
+	// sets how many pages a batch may take (see pageCap). 0 = unknown: the
+	// cap then allows one item a page.
+	PageLimit   int
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
 	// IdlePoll bounds how long an idle loop sleeps without a wakeup; 0 = 1m.
 	IdlePoll time.Duration
 	Now      func() time.Time // nil = time.Now
@@ -97,9 +105,6 @@ type nopObserver struct{}
 func (nopObserver) PageFetched()                {}
 func (nopObserver) FetchFailed(string)          {}
 func (nopObserver) BatchFinished(string, int64) {}
-
-// maxPages guards against a provider whose cursors never end.
-const maxPages = 100_000
 
 // Fetcher is the worker pool.
 type Fetcher struct {
@@ -193,23 +198,24 @@ func (f *Fetcher) RunOnce(ctx context.Context) (bool, error) {
 // back to queued with a reason and a time.
 func (f *Fetcher) process(ctx context.Context, b *store.Batch) {
 	log := f.log.With().Str("batch_id", b.ID).Logger()
-	now := f.o.Now()
-	if start := retentionStart(b); now.Sub(start) > f.o.Retention {
-		f.abandon(log, b, fmt.Sprintf("retention elapsed: not exported within %s of %s", f.o.Retention, start.UTC().Format(time.RFC3339)))
-		return
-	}
+	// A complete export in place always wins, whatever the clock says,
+	// unless an operator asked for a refetch after it was made.
 	path, exportedAt, ok, err := f.o.Sink.Published(b.ID)
-	// An export in place completes the batch, unless an operator asked for
-	// a refetch after it was made.
-	if err == nil && ok && (!b.Refetch || !exportedAt.Before(b.RefetchAt)) {
-		f.exported(log, b, path, true)
+	if err != nil {
+		f.fail(ctx, log, b, &Error{Kind: KindLocal, Err: fmt.Errorf("check the export in place: %w", err)})
 		return
 	}
-	if err == nil {
-		path, err = f.fetch(ctx, log, b)
+	if ok && (!b.Refetch || !exportedAt.Before(b.RefetchAt)) {
+		f.exported(ctx, log, b, path, true)
+		return
 	}
+	if start := b.RetentionStart(); f.o.Now().Sub(start) > f.o.Retention {
+		f.giveUp(ctx, log, b, fmt.Sprintf("retention elapsed: not exported within %s of %s", f.o.Retention, start.UTC().Format(time.RFC3339)))
+		return
+	}
+	path, err = f.fetch(ctx, log, b)
 	if err == nil {
-		f.exported(log, b, path, false)
+		f.exported(ctx, log, b, path, false)
 		return
 	}
 	if ctx.Err() != nil {
@@ -219,7 +225,7 @@ func (f *Fetcher) process(ctx context.Context, b *store.Batch) {
 		}
 		return
 	}
-	f.fail(log, b, err)
+	f.fail(ctx, log, b, err)
 }
 
 // fetch pages the batch from its checkpoint to the end and publishes it.
@@ -243,25 +249,30 @@ func (f *Fetcher) fetch(ctx context.Context, log zerolog.Logger, b *store.Batch)
 			return "", fmt.Errorf("cut staging to checkpoint: %w", err)
 		}
 	}
+	lim := f.limits(b)
 	for !cp.Done {
-		if cp.Pages >= maxPages {
-			return "", &Error{Kind: KindProtocol, Err: fmt.Errorf("more than %d pages: the cursor never ends", maxPages)}
+		if cp.Pages >= lim.pages {
+			return "", lim.tooManyPages()
 		}
 		page, err := f.o.Pager.Page(ctx, b.ID, cp.Cursor)
 		if err != nil {
 			return "", fmt.Errorf("fetch page %d: %w", cp.Pages+1, err)
 		}
-		if page.Next != nil && *page.Next == cp.Cursor {
-			return "", &Error{Kind: KindProtocol, Err: fmt.Errorf("page %d: next_cursor did not advance", cp.Pages+1)}
+		if cp.Items+int64(len(page.Items)) > maxItems {
+			return "", restartError(fmt.Errorf("page %d brings the batch to %d items, more than the %d a batch can hold", cp.Pages+1, cp.Items+int64(len(page.Items)), maxItems))
+		}
+		next := store.Checkpoint{StagedBytes: cp.StagedBytes, Items: cp.Items + int64(len(page.Items)), Pages: cp.Pages + 1, Done: page.Next == nil, Seen: cp.Seen}
+		if page.Next != nil {
+			if *page.Next == cp.Cursor || seen(cp.Seen, *page.Next) {
+				return "", restartError(fmt.Errorf("page %d: next_cursor repeats a cursor this batch was already given (a cursor cycle)", cp.Pages+1))
+			}
+			next.Cursor, next.Seen = *page.Next, remember(cp.Seen, *page.Next)
 		}
 		size, err := f.o.Sink.Append(b.ID, cp.StagedBytes, page.Items)
 		if err != nil {
 			return "", fmt.Errorf("stage page %d: %w", cp.Pages+1, err)
 		}
-		next := store.Checkpoint{StagedBytes: size, Items: cp.Items + int64(len(page.Items)), Pages: cp.Pages + 1, Done: page.Next == nil}
-		if page.Next != nil {
-			next.Cursor = *page.Next
-		}
+		next.StagedBytes = size
 		if err := f.o.Queue.Checkpoint(b.ID, next, f.o.Now()); err != nil {
 			return "", fmt.Errorf("checkpoint page %d: %w", next.Pages, err)
 		}
@@ -275,70 +286,4 @@ func (f *Fetcher) fetch(ctx context.Context, log zerolog.Logger, b *store.Batch)
 		return "", fmt.Errorf("publish export: %w", err)
 	}
 	return path, nil
-}
-
-func (f *Fetcher) exported(log zerolog.Logger, b *store.Batch, path string, already bool) {
-	if err := f.o.Queue.Finish(b.ID, store.StateExported, path, "", f.o.Now()); err != nil {
-		log.Error().Str("event", "finish_failed").Err(err).Msg("export is in place but the record could not be updated; it completes at the next attempt")
-		return
-	}
-	f.o.Observer.BatchFinished(string(store.StateExported), b.Checkpoint.Items)
-	log.Info().Str("event", "batch_exported").Str("status", b.Notification.Status).Int64("items", b.Checkpoint.Items).
-		Int64("pages", b.Checkpoint.Pages).Str("path", path).Bool("already_published", already).Msg("batch exported")
-}
-
-func (f *Fetcher) abandon(log zerolog.Logger, b *store.Batch, reason string) {
-	if err := f.o.Queue.Finish(b.ID, store.StateAbandoned, "", reason, f.o.Now()); err != nil {
-		log.Error().Str("event", "finish_failed").Err(err).Msg("could not record the abandoned batch")
-		return
-	}
-	f.o.Observer.BatchFinished(string(store.StateAbandoned), 0)
-	log.Error().Str("event", "batch_abandoned").Str("reason", reason).Msg("batch abandoned")
-}
-
-// fail applies the retry policy to a classified failure.
-func (f *Fetcher) fail(log zerolog.Logger, b *store.Batch, err error) {
-	kind, retryAfter := kindOf(err)
-	f.o.Observer.FetchFailed(string(kind))
-	now := f.o.Now()
-	switch kind {
-	case KindRejected:
-		f.abandon(log, b, err.Error())
-		return
-	case KindNotFound:
-		if now.Sub(b.Notification.ReceivedAt) > f.o.NotFoundGrace {
-			f.abandon(log, b, fmt.Sprintf("%v; still not found %s after receipt (BATCHHOOK_NOT_FOUND_GRACE)", err, f.o.NotFoundGrace))
-			return
-		}
-	}
-	delay := backoff.Delay(b.FetchAttempts+1, f.o.BackoffBase, f.o.BackoffMax, retryAfter, f.o.Jitter())
-	at := now.Add(delay)
-	if rerr := f.o.Queue.Retry(b.ID, at, string(kind), err.Error(), true, now); rerr != nil {
-		log.Error().Str("event", "requeue_failed").Err(rerr).Msg("could not requeue batch; it is released at next start")
-		return
-	}
-	ev := log.Warn()
-	name := "fetch_retry"
-	switch kind {
-	case KindAuth:
-		ev, name = log.Error(), "api_key_rejected"
-	case KindProtocol, KindLocal:
-		ev = log.Error()
-	}
-	ev.Str("event", name).Str("kind", string(kind)).Err(err).Int("attempt", b.FetchAttempts+1).
-		Dur("retry_in_ms", delay).Msg("fetch failed; will retry")
-}
-
-// retentionStart is when the provider's retention clock started: the
-// batch's completed_at; when that is unknown, its submission (a batch
-// batchhook submitted or tracks: the earliest it can have completed), or
-// else the notification's receipt.
-func retentionStart(b *store.Batch) time.Time {
-	if t := b.Notification.CompletedAt; t != nil {
-		return *t
-	}
-	if !b.SubmittedAt.IsZero() {
-		return b.SubmittedAt
-	}
-	return b.Notification.ReceivedAt
 }

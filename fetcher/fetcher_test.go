@@ -85,6 +85,7 @@ type rig struct {
 	store *store.Store
 	sink  *export.Dir
 	f     *fetcher.Fetcher
+	pager fetcher.Pager
 	now   *atomic.Pointer[time.Time]
 }
 
@@ -116,7 +117,7 @@ func newRig(t *testing.T, p http.Handler, workers int) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &rig{store: st, sink: sink, f: f, now: now}
+	return &rig{store: st, sink: sink, f: f, pager: client, now: now}
 }
 
 func (r *rig) record(t *testing.T, id string, completedAt time.Time) {
@@ -428,7 +429,7 @@ func TestRefetchReplacesTheExport(t *testing.T) {
 	p.n = 17
 	p.mu.Unlock()
 	r.advance(time.Minute)
-	if _, err := r.store.Refetch("b1", *r.now.Load()); err != nil {
+	if _, err := r.store.Refetch("b1", 168*time.Hour, *r.now.Load()); err != nil {
 		t.Fatal(err)
 	}
 	r.advance(time.Second)
@@ -456,7 +457,7 @@ func TestRefetchAlreadyPublishedAfterTheRequestCompletes(t *testing.T) {
 	// The refetch was requested before the export now in place was made:
 	// that export is the refetch's own (a crash came between publish and record).
 	r.runOnce(t)
-	if _, err := r.store.Refetch("b1", t0.Add(-time.Hour)); err != nil {
+	if _, err := r.store.Refetch("b1", 168*time.Hour, t0.Add(-time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	calls := p.calls

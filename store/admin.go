@@ -11,9 +11,11 @@ import (
 // Refetch puts an exported or abandoned batch back in the queue, due now,
 // from the first page, marked so that its new export replaces the old one.
 // It returns ErrState while the batch is queued or fetching (an operator
-// cannot refetch what is already on its way) and ErrNotFound for an
-// unknown id.
-func (s *Store) Refetch(id string, now time.Time) (*Batch, error) {
+// cannot refetch what is already on its way), ErrState with the reason once
+// retention has passed since RetentionStart (the provider no longer keeps
+// the results: a refetch could only fail), and ErrNotFound for an unknown
+// id.
+func (s *Store) Refetch(id string, retention time.Duration, now time.Time) (*Batch, error) {
 	var out *Batch
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b, err := getBatch(tx, id)
@@ -22,6 +24,10 @@ func (s *Store) Refetch(id string, now time.Time) (*Batch, error) {
 		}
 		if !b.State.Final() {
 			return fmt.Errorf("batch %s is %s: %w", id, b.State, ErrState)
+		}
+		if start := b.RetentionStart(); now.Sub(start) > retention {
+			return fmt.Errorf("batch %s: the provider no longer keeps its results (retention %s from %s ended %s): %w",
+				id, retention, start.UTC().Format(time.RFC3339), start.Add(retention).UTC().Format(time.RFC3339), ErrState)
 		}
 		if err := setState(tx, b, StateQueued); err != nil {
 			return err
@@ -39,6 +45,20 @@ func (s *Store) Refetch(id string, now time.Time) (*Batch, error) {
 		return nil, fmt.Errorf("refetch batch %s: %w", id, err)
 	}
 	return out, nil
+}
+
+// RetentionStart is when the provider's retention clock started for b: its
+// completed_at; when that is unknown, its submission (a batch batchhook
+// submitted or tracks: the earliest it can have completed), or else the
+// notification's receipt.
+func (b *Batch) RetentionStart() time.Time {
+	if t := b.Notification.CompletedAt; t != nil {
+		return *t
+	}
+	if !b.SubmittedAt.IsZero() {
+		return b.SubmittedAt
+	}
+	return b.Notification.ReceivedAt
 }
 
 // RetryNow makes every queued batch whose last failure was of kind due at

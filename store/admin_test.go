@@ -62,15 +62,15 @@ func TestRefetchOnlyFinalBatches(t *testing.T) {
 	if _, err := s.Record(note("b1", t0)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Refetch("b1", t0); !errors.Is(err, ErrState) {
+	if _, err := s.Refetch("b1", week, t0); !errors.Is(err, ErrState) {
 		t.Fatalf("refetch of a queued batch = %v, want ErrState", err)
 	}
-	if _, err := s.Refetch("nope", t0); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Refetch("nope", week, t0); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("refetch of an unknown batch = %v", err)
 	}
 	b, _, _ := s.Lease(t0)
 	s.Checkpoint("b1", Checkpoint{Done: true, Items: 3, Pages: 1, StagedBytes: 30}, t0)
-	if _, err := s.Refetch("b1", t0); !errors.Is(err, ErrState) {
+	if _, err := s.Refetch("b1", week, t0); !errors.Is(err, ErrState) {
 		t.Fatalf("refetch while fetching = %v, want ErrState", err)
 	}
 	if err := s.Finish(b.ID, StateExported, "/x/b1", "", t0); err != nil {
@@ -79,7 +79,7 @@ func TestRefetchOnlyFinalBatches(t *testing.T) {
 	if _, ok, _ := s.OldestPending(); ok {
 		t.Fatal("an exported batch is still pending")
 	}
-	r, err := s.Refetch("b1", t0.Add(time.Hour))
+	r, err := s.Refetch("b1", week, t0.Add(time.Hour))
 	if err != nil || r.State != StateQueued || !r.Refetch || r.Checkpoint != (Checkpoint{}) {
 		t.Fatalf("Refetch = %+v, %v", r, err)
 	}

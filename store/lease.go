@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -115,6 +116,30 @@ func (s *Store) Retry(id string, at time.Time, kind, reason string, countAttempt
 	return nil
 }
 
+// Restart puts a leased batch back in the queue, due at at, to be fetched
+// again from the first page: its checkpoint is reset in the same
+// transaction that records the failure, which counts towards the backoff.
+// The fetcher calls it when the pages staged so far cannot be trusted (a
+// cursor cycle, more pages or items than the batch can hold), after it has
+// removed them.
+func (s *Store) Restart(id string, at time.Time, kind, reason string, now time.Time) error {
+	err := s.update(id, StateFetching, func(tx *bolt.Tx, b *Batch) error {
+		if err := setState(tx, b, StateQueued); err != nil {
+			return err
+		}
+		b.Checkpoint = Checkpoint{}
+		b.FetchAttempts++
+		b.LastError, b.ErrorKind = reason, kind
+		b.UpdatedAt = now
+		tx.OnCommit(s.notify)
+		return schedule(tx, b, at)
+	})
+	if err != nil {
+		return fmt.Errorf("restart batch %s: %w", id, err)
+	}
+	return nil
+}
+
 // Finish moves a leased batch to a final state: exported with its export
 // path, or abandoned with the reason.
 func (s *Store) Finish(id string, state State, exportPath, reason string, now time.Time) error {
@@ -142,14 +167,35 @@ func (s *Store) Finish(id string, state State, exportPath, reason string, now ti
 // ReleaseLeases returns every batch left in fetching (by a crash or a kill)
 // to queued, due at once, keeping its checkpoint. The daemon calls it at
 // start, before any worker runs; it returns how many it released.
+//
+// It walks every record, not the pending index: a fetching batch the index
+// misses would otherwise never be leased again. Only records that contain
+// the encoded fetching state are decoded, so the walk costs a byte search
+// per record; a released batch is put back in the pending index.
 func (s *Store) ReleaseLeases(now time.Time) (int, error) {
 	var n int
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		stuck, err := pendingBatches(tx, func(b *Batch) bool { return b.State == StateFetching })
+		var stuck []*Batch
+		err := tx.Bucket(bucketBatches).ForEach(func(k, v []byte) error {
+			if !bytes.Contains(v, fetchingMarker) {
+				return nil
+			}
+			b, err := getBatch(tx, string(k))
+			if err != nil {
+				return err
+			}
+			if b.State == StateFetching {
+				stuck = append(stuck, b)
+			}
+			return nil
+		})
 		if err != nil {
 			return err
 		}
 		for _, b := range stuck {
+			if err := tx.Bucket(bucketPending).Put(timeKey(b.CreatedAt, b.ID), nil); err != nil {
+				return err
+			}
 			if err := setState(tx, b, StateQueued); err != nil {
 				return err
 			}
@@ -172,6 +218,10 @@ func (s *Store) ReleaseLeases(now time.Time) (int, error) {
 	}
 	return n, nil
 }
+
+// fetchingMarker is how a record in fetching encodes its state. A string
+// value cannot contain it unescaped, so a record without it is not fetching.
+var fetchingMarker = []byte(`"state":"` + string(StateFetching) + `"`)
 
 // pendingBatches returns the batches not in a final state that match keep,
 // walking the pending index rather than every record ever stored.

@@ -14,7 +14,7 @@ import (
 //	abandoned with no notification recorded ──a late batch.completed──▶ queued
 //	queued ──fetcher: Lease──▶ fetching
 //	fetching ──fetcher: Checkpoint──▶ fetching (one page further)
-//	fetching ──fetcher: Retry / Release, or daemon start: ReleaseLeases──▶ queued
+//	fetching ──fetcher: Retry / Restart / Release, or daemon start: ReleaseLeases──▶ queued
 //	fetching ──fetcher: Finish──▶ exported | abandoned (final)
 type State string
 
@@ -96,6 +96,12 @@ type Checkpoint struct {
 	StagedBytes int64 `json:"staged_bytes"`
 	Items       int64 `json:"items"`
 	Pages       int64 `json:"pages"`
+	// Seen remembers every cursor this fetch was given, so that a cursor
+	// that comes back (A→B→A…) is caught at once: the first 8 bytes of
+	// each cursor's SHA-256, hex, concatenated (a string keeps Checkpoint
+	// comparable and the record small; a batch has at most a few thousand
+	// pages). The fetcher reads and extends it.
+	Seen string `json:"seen_cursors,omitempty"`
 }
 
 // Batch is the durable record of one batch.

@@ -114,6 +114,9 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	if d.sink, err = export.New(cfg.ExportDir); err != nil {
 		return err
 	}
+	if err := d.recoverExports(); err != nil {
+		return err
+	}
 	d.metrics = metrics.New(d.store, time.Now)
 	client, err := fetcher.NewClient(fetcher.ClientOptions{
 		BaseURL: cfg.APIBaseURL, APIKey: func() []byte { return *d.apiKey.Load() }, Limit: cfg.PageLimit,
@@ -126,7 +129,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	f, err := fetcher.New(fetcher.Options{
 		Queue: d.store, Sink: d.sink, Pager: client, Workers: cfg.FetchWorkers,
 		Logger:    d.log.With().Str("component", "fetcher").Logger(),
-		Retention: cfg.Retention, NotFoundGrace: cfg.NotFoundGrace,
+		Retention: cfg.Retention, NotFoundGrace: cfg.NotFoundGrace, PageLimit: cfg.PageLimit,
 		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Observer: d.metrics,
 	})
 	if err != nil {
@@ -149,7 +152,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	}
 	d.admin, err = admin.New(admin.Options{
 		Store: d.store, Token: func() []byte { return *d.adminToken.Load() }, Metrics: d.metrics.Handler(),
-		Submissions: svc, MaxSubmissionBytes: cfg.MaxSubmissionBytes,
+		Submissions: svc, MaxSubmissionBytes: cfg.MaxSubmissionBytes, Retention: cfg.Retention,
 		Ready: d.ready, Logger: d.log.With().Str("component", "admin").Logger(),
 	})
 	if err != nil {

@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/batchhook/batchhook/export"
 	"github.com/batchhook/batchhook/fetcher"
 	"github.com/batchhook/batchhook/store"
 	"github.com/batchhook/batchhook/submit"
@@ -48,7 +45,7 @@ func (d *Daemon) submitSide(reader *fetcher.Client) (*submit.Submitter, *submit.
 		Logger: d.log.With().Str("component", "submit").Logger(),
 		Rule:   submit.ResubmitRule{Field: cfg.ResubmitField, Values: cfg.ResubmitValueList(), CPFField: cfg.ItemCPFField},
 		Results: func(b store.Batch) (io.ReadCloser, error) {
-			return os.Open(filepath.Join(b.ExportPath, export.ResultsFile))
+			return d.sink.OpenResults(b.ID)
 		}})
 	if err != nil {
 		return nil, nil, nil, err

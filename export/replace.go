@@ -1,0 +1,152 @@
+package export
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/batchhook/batchhook/store"
+)
+
+// asidePrefix names the place in .partial where the two-rename fallback
+// puts the old export of a batch while the new one moves in. A batch id
+// cannot start with a dot, so ".old.<id>" never meets a batch's staging.
+// Earlier versions used "<id>.old"; Recover still finds those.
+const (
+	asidePrefix  = ".old."
+	legacySuffix = ".old"
+)
+
+func asideName(batchID string) string { return asidePrefix + batchID }
+
+// replace puts the staged directory of batchID in place of the published
+// one. With renameat2(RENAME_EXCHANGE) the swap is atomic: a reader sees the
+// old export or the new one, never neither. Where the file system does not
+// support it, two renames leave a moment with no directory, but never a
+// partial one. The old export ends up in staging and is removed.
+func (d *Dir) replace(h *handles, batchID string) error {
+	// The published export exists (the caller checked), so anything left
+	// aside by an earlier replace is a stale copy of personal data: clear
+	// it, or the fallback's first rename fails for every later refetch.
+	if err := d.clearAside(h, batchID); err != nil {
+		return err
+	}
+	old := batchID
+	if err := d.exchange(h.partial, batchID, h.root, batchID); err != nil {
+		old = asideName(batchID)
+		if err := renameAt(h.root, batchID, h.partial, old); err != nil {
+			return fmt.Errorf("move old export aside: %w", err)
+		}
+		if err := renameAt(h.partial, batchID, h.root, batchID); err != nil {
+			if rerr := renameAt(h.partial, old, h.root, batchID); rerr != nil {
+				return errors.Join(fmt.Errorf("publish replacement: %w", err), fmt.Errorf("put old export back (Recover does at next start): %w", rerr))
+			}
+			return fmt.Errorf("publish replacement: %w", err)
+		}
+	}
+	if err := syncDir(h.root); err != nil {
+		return err
+	}
+	if err := removeAt(h.partial, old); err != nil {
+		return fmt.Errorf("remove replaced export: %w", err)
+	}
+	return syncDir(h.partial)
+}
+
+// clearAside removes what an earlier replace of batchID left aside, under
+// the current name or the legacy one. Call it only while the published
+// export of batchID exists: otherwise the aside copy is the only one.
+func (d *Dir) clearAside(h *handles, batchID string) error {
+	if err := removeAt(h.partial, asideName(batchID)); err != nil {
+		return fmt.Errorf("clear old export left aside: %w", err)
+	}
+	legacy := batchID + legacySuffix
+	if _, ok, _ := verifyAt(h.partial, legacy, batchID); ok {
+		if err := removeAt(h.partial, legacy); err != nil {
+			return fmt.Errorf("clear old export left aside: %w", err)
+		}
+	}
+	return nil
+}
+
+// Recovery says what Recover found in .partial.
+type Recovery struct {
+	// Restored lists batches whose export was found only aside (a crash
+	// came between the two renames of a replace) and was put back.
+	Restored []string
+	// Removed lists batches whose stale old export, left aside after its
+	// replacement was published, was removed.
+	Removed []string
+	// Kept lists aside directories left alone: no export is published
+	// for their batch and they are not a complete export either.
+	Kept []string
+}
+
+// Recover sweeps .partial at start for old exports left aside by a
+// replace that did not finish (RENAME_EXCHANGE unsupported, then a crash or
+// an error). When the batch's export is published, the aside copy is stale
+// personal data and is removed; when it is not, the aside copy is the only
+// complete export and is put back in place, never deleted.
+func (d *Dir) Recover() (Recovery, error) {
+	var r Recovery
+	h, err := d.open()
+	if err != nil {
+		return r, err
+	}
+	defer h.close()
+	names, err := h.partial.Readdirnames(-1)
+	if err != nil {
+		return r, fmt.Errorf("list staging: %w", err)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		id, ok := asideOf(h, name)
+		if !ok {
+			continue
+		}
+		st, published, err := lstatAt(h.root, id)
+		if err != nil {
+			return r, err
+		}
+		switch _, complete, verr := verifyAt(h.partial, name, id); {
+		case published && !isLink(st):
+			if err := removeAt(h.partial, name); err != nil {
+				return r, fmt.Errorf("remove stale old export of %s: %w", id, err)
+			}
+			r.Removed = append(r.Removed, id)
+		case !published && verr == nil && complete:
+			if err := renameAt(h.partial, name, h.root, id); err != nil {
+				return r, fmt.Errorf("restore the export of %s: %w", id, err)
+			}
+			r.Restored = append(r.Restored, id)
+		default:
+			r.Kept = append(r.Kept, name)
+		}
+	}
+	if len(r.Restored)+len(r.Removed) > 0 {
+		if err := syncDir(h.root); err != nil {
+			return r, err
+		}
+		if err := syncDir(h.partial); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// asideOf reports whether the .partial entry name is an old export left
+// aside, and of which batch. A legacy "<id>.old" counts only when its
+// manifest names <id>: otherwise it is the staging of a batch whose id ends
+// in ".old".
+func asideOf(h *handles, name string) (string, bool) {
+	if id, ok := strings.CutPrefix(name, asidePrefix); ok {
+		return id, store.CheckBatchID(id) == nil
+	}
+	id, ok := strings.CutSuffix(name, legacySuffix)
+	if !ok || store.CheckBatchID(id) != nil {
+		return "", false
+	}
+	m, _, err := verifyAt(h.partial, name, id)
+	return id, err == nil && m.BatchID == id
+}
