@@ -346,6 +346,8 @@ type flaky struct {
 	*store.Store
 	mu                    sync.Mutex
 	failFinish, failRetry int
+	err                   error // what a failure returns; nil = errWrite
+	calls                 int   // Finish calls
 }
 
 var errWrite = errors.New("write failed: input/output error")
@@ -353,8 +355,12 @@ var errWrite = errors.New("write failed: input/output error")
 func (q *flaky) Finish(id string, s store.State, path, reason string, now time.Time) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.calls++
 	if q.failFinish > 0 {
 		q.failFinish--
+		if q.err != nil {
+			return q.err
+		}
 		return errWrite
 	}
 	return q.Store.Finish(id, s, path, reason, now)
@@ -402,6 +408,24 @@ func TestAFailedTransitionIsRetriedInPlace(t *testing.T) {
 				t.Fatal("the injected failures were not all consumed")
 			}
 		})
+	}
+}
+
+// A store that failed closed never takes a write again (the daemon exits):
+// the fetcher does not retry against it.
+func TestAFailedStoreIsNotRetried(t *testing.T) {
+	p := &provider{n: 5, pageSize: 10}
+	r := newRig(t, p, 1)
+	r.record(t, "b1", t0)
+	q := &flaky{Store: r.store, failFinish: 1 << 30, err: fmt.Errorf("finish batch b1: %w", store.ErrFailed)}
+	f := r.fetcherWith(t, q, 10)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if ok, err := f.RunOnce(ctx); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if ctx.Err() != nil || q.calls != 1 {
+		t.Fatalf("Finish called %d times against a failed store (context %v), want once", q.calls, ctx.Err())
 	}
 }
 

@@ -130,14 +130,15 @@ func (f *Fetcher) discard(log zerolog.Logger, b *store.Batch) {
 // persist runs a store transition until it succeeds, retrying in place
 // with backoff; it gives up only when ctx ends (the batch stays fetching
 // and the next start releases it) or when the store says the transition
-// can never succeed (ErrState, ErrNotFound). It reports success.
+// can never succeed (ErrState, ErrNotFound) or has failed closed (ErrFailed:
+// the daemon exits and the next start releases it). It reports success.
 func (f *Fetcher) persist(ctx context.Context, log zerolog.Logger, event string, op func() error) bool {
 	for attempt := 1; ; attempt++ {
 		err := op()
 		if err == nil {
 			return true
 		}
-		if errors.Is(err, store.ErrState) || errors.Is(err, store.ErrNotFound) || ctx.Err() != nil {
+		if errors.Is(err, store.ErrState) || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrFailed) || ctx.Err() != nil {
 			log.Error().Str("event", event).Err(err).Int("attempt", attempt).
 				Msg("could not record the batch's next state; it is released at next start")
 			return false

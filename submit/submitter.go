@@ -297,12 +297,18 @@ func (s *Submitter) settle(ctx context.Context, c *store.Chunk, res Result) (tim
 // leave the chunk sending: every later Step would fail on it, and after a
 // restart a chunk that never left (or was refused) would become
 // submit_unknown. The error returned is ctx's, wrapped with the last store
-// error, when batchhook stops first.
+// error, when batchhook stops first. A store that failed closed (ErrFailed)
+// never takes a write again: retrying is pointless, the daemon exits, and
+// the chunk left sending is submit_unknown at the next start (the safe
+// answer; the chunk_retry or chunk_failed line above says what happened).
 func (s *Submitter) retryStore(ctx context.Context, log zerolog.Logger, move func() error) error {
 	for attempt := 1; ; attempt++ {
 		err := move()
 		if err == nil {
 			return nil
+		}
+		if errors.Is(err, store.ErrFailed) {
+			return fmt.Errorf("record chunk outcome: %w", err)
 		}
 		delay := backoff.Delay(attempt, s.o.BackoffBase, s.o.BackoffMax, 0, s.o.Jitter())
 		log.Error().Str("event", "submit_store_error").Err(err).Dur("retry_in", delay).

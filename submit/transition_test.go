@@ -3,6 +3,7 @@ package submit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -18,11 +19,15 @@ type flakyMoves struct {
 	*store.Store
 	failures int
 	calls    int
+	err      error // what a failure returns; nil = an I/O error
 }
 
 func (q *flakyMoves) fail() error {
 	q.calls++
 	if q.calls <= q.failures {
+		if q.err != nil {
+			return q.err
+		}
 		return errors.New("injected: input/output error")
 	}
 	return nil
@@ -141,5 +146,32 @@ func TestMoveRetryEndsWithTheContext(t *testing.T) {
 	}
 	if q.calls != 5 {
 		t.Fatalf("%d store calls, want 5", q.calls)
+	}
+}
+
+// TestAFailedStoreEndsTheRetry: a store that failed closed (ErrFailed)
+// never takes a write again and the daemon is exiting: the submitter stops
+// retrying at once instead of backing off against it.
+func TestAFailedStoreEndsTheRetry(t *testing.T) {
+	st := openStore(t)
+	clock := &fakeClock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+	queueChunks(t, st, 1, clock.Now())
+	q := &flakyMoves{Store: st, failures: 1 << 30, err: fmt.Errorf("requeue chunk: %w", store.ErrFailed)}
+	sender := &scriptedSender{clock: clock, st: st, script: []Result{{Outcome: OutcomeServerError, Reason: "x"}}}
+	sleeps := 0
+	s, err := NewSubmitter(SubmitterOptions{Queue: q, Sender: sender, Logger: zerolog.Nop(),
+		PerMinute: 10, MaxInFlight: 50, ReconcileAfter: time.Minute, BackoffBase: time.Second, BackoffMax: time.Minute,
+		Now: clock.Now, Jitter: func() float64 { return 0.5 },
+		Sleep: func(ctx context.Context, d time.Duration) bool {
+			sleeps++
+			clock.Advance(d)
+			return sleeps < 100 && ctx.Err() == nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Step(context.Background())
+	if !errors.Is(err, store.ErrFailed) || q.calls != 1 || sleeps != 0 {
+		t.Fatalf("Step against a failed store: %v after %d calls and %d sleeps; want ErrFailed at once", err, q.calls, sleeps)
 	}
 }
