@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -64,7 +63,7 @@ func (s *Server) serve(c echo.Context) (string, error) {
 	}
 	log, rejectLog := fields(s.opts.Logger), fields(s.rejectLog)
 
-	body, err := s.readBody(c)
+	buf, err := s.readBody(req)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
@@ -72,9 +71,17 @@ func (s *Server) serve(c echo.Context) (string, error) {
 				Int64("content_length", req.ContentLength).Msg("webhook body over the size limit")
 			return outcomeTooLarge, fail(c, http.StatusRequestEntityTooLarge, "body_too_large")
 		}
+		if errors.Is(err, errBusy) {
+			c.Response().Header().Set("Retry-After", "1")
+			return outcomeError, fail(c, http.StatusServiceUnavailable, "busy")
+		}
 		log.Warn().Str("event", "webhook_read_failed").Err(err).Msg("could not read webhook body")
 		return outcomeInvalid, fail(c, http.StatusBadRequest, "unreadable_body")
 	}
+	// The buffer goes back to the pool once the reply is decided: by then
+	// the store's commit (which holds n.Raw) has returned.
+	defer s.bufs.put(buf)
+	body := *buf
 
 	if reason := signature.Verify(s.opts.Secret(), body, req.Header.Get(signature.Header)); reason != signature.OK {
 		sum := sha256.Sum256(body)
@@ -120,16 +127,6 @@ func (s *Server) serve(c echo.Context) (string, error) {
 	}
 	ev.Msg("batch recorded and queued")
 	return ResultAccepted, c.JSON(http.StatusOK, reply{ResultAccepted, n.BatchID})
-}
-
-// readBody reads at most MaxBodyBytes; a declared or actual larger body is
-// refused without reading the rest.
-func (s *Server) readBody(c echo.Context) ([]byte, error) {
-	req := c.Request()
-	if req.ContentLength > s.opts.MaxBodyBytes {
-		return nil, &http.MaxBytesError{Limit: s.opts.MaxBodyBytes}
-	}
-	return io.ReadAll(http.MaxBytesReader(c.Response(), req.Body, s.opts.MaxBodyBytes))
 }
 
 func (s *Server) quarantine(c echo.Context, log zerolog.Logger, body []byte, cause error) (string, error) {

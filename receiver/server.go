@@ -81,6 +81,10 @@ type Options struct {
 	// second before the rest are dropped, so a flood of forged requests
 	// cannot fill the disk; the Observer still counts every one. 0 = 20.
 	RejectBurst uint32
+	// MaxConnections caps the webhook connections held at once; more wait
+	// in the kernel's backlog. 0 = no cap. It is a last line: a stalled
+	// sender costs little (see body.go), so set it well above any load.
+	MaxConnections int
 }
 
 // Observer receives one call per webhook request. The outcomes are
@@ -100,6 +104,9 @@ type Server struct {
 	rejectLog zerolog.Logger
 	echo      *echo.Echo
 	srv       *httpserver.Server
+	bufs      *buffers
+	// unknownSlots bounds bodies without Content-Length read at once.
+	unknownSlots chan struct{}
 }
 
 // New checks opts and builds the server; it does not listen yet.
@@ -111,6 +118,8 @@ func New(opts Options) (*Server, error) {
 		return nil, errors.New("receiver: MaxBodyBytes must be positive")
 	case opts.Secret == nil || opts.Store == nil:
 		return nil, errors.New("receiver: Secret and Store are required")
+	case opts.MaxConnections < 0:
+		return nil, errors.New("receiver: MaxConnections must not be negative")
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -124,7 +133,10 @@ func New(opts Options) (*Server, error) {
 	if opts.RejectBurst == 0 {
 		opts.RejectBurst = 20
 	}
-	s := &Server{opts: opts, rejectLog: opts.Logger.Sample(&zerolog.BurstSampler{Burst: opts.RejectBurst, Period: time.Second})}
+	s := &Server{
+		opts: opts, rejectLog: opts.Logger.Sample(&zerolog.BurstSampler{Burst: opts.RejectBurst, Period: time.Second}),
+		bufs: newBuffers(opts.MaxBodyBytes + 1), unknownSlots: make(chan struct{}, unknownLengthSlots),
+	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
@@ -137,6 +149,7 @@ func New(opts Options) (*Server, error) {
 		WriteTimeout:      opts.Limits.WriteTimeout,
 		IdleTimeout:       opts.Limits.IdleTimeout,
 		MaxHeaderBytes:    opts.Limits.MaxHeaderBytes,
+		ConnContext:       withConn,
 	})
 	return s, nil
 }
@@ -146,7 +159,12 @@ func (s *Server) Handler() http.Handler { return s.echo }
 
 // Serve serves on ln in the background until Shutdown. The caller binds ln
 // (so "address in use" surfaces where it binds).
-func (s *Server) Serve(ln net.Listener) { s.srv.Serve(ln) }
+func (s *Server) Serve(ln net.Listener) {
+	if s.opts.MaxConnections > 0 {
+		ln = httpserver.LimitListener(ln, s.opts.MaxConnections)
+	}
+	s.srv.Serve(ln)
+}
 
 // Shutdown stops accepting, waits for in-flight requests until ctx ends,
 // then closes what remains. It is safe to call more than once.

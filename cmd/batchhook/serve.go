@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -21,8 +22,9 @@ takes no flags: every setting is a BATCHHOOK_* environment variable (README,
 API_BASE_URL, API_KEY(_FILE), ADMIN_ADDR, ADMIN_TOKEN(_FILE), DATA_DIR,
 EXPORT_DIR, PAGE_LIMIT, CURSOR_PARAM, RESULTS_FIELD, FETCH_WORKERS,
 RETENTION, FETCH_TIMEOUT, BACKOFF_BASE, BACKOFF_MAX, NOT_FOUND_GRACE,
-MAX_BODY_BYTES, MAX_PAGE_BYTES, LOG_LEVEL, LOG_FORMAT. SIGHUP re-reads the
-_FILE secrets. Logs are JSON lines on stdout.
+MAX_BODY_BYTES, MAX_PAGE_BYTES, MAX_CONNECTIONS, MEMORY_LIMIT, LOG_LEVEL,
+LOG_FORMAT. SIGHUP re-reads the _FILE secrets. Logs are JSON lines on
+stdout.
 `
 
 func serve(ctx context.Context, args []string, e env) int {
@@ -41,6 +43,12 @@ func serve(ctx context.Context, args []string, e env) int {
 		return 2
 	}
 	log := newLogger(cfg.LogLevel, cfg.LogFormat, stdout)
+	// The one process-wide setting: the garbage collector works harder as
+	// the heap nears the limit, so a flood cannot grow it unchecked and
+	// memory returns to the system once the flood ends.
+	if limit, ok := cfg.MemoryLimitBytes(); ok {
+		debug.SetMemoryLimit(limit)
+	}
 	d := daemon.New(*cfg, log)
 	if err := d.Start(nil); err != nil {
 		log.Error().Str("component", "daemon").Str("event", "start_failed").Err(err).Msg("batchhook could not start")

@@ -136,6 +136,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		Path: cfg.WebhookPath, MaxBodyBytes: cfg.MaxBodyBytes,
 		Secret: func() []byte { return *d.secret.Load() }, Store: d.store,
 		Logger: d.log.With().Str("component", "receiver").Logger(), Observer: d.metrics,
+		MaxConnections: cfg.MaxConnections,
 	})
 	if err != nil {
 		return err
