@@ -29,6 +29,13 @@ type reply struct {
 	BatchID string `json:"batch_id"`
 }
 
+// Events of the lines a stranger can cause; they are sampled.
+const (
+	eventRejected   = "webhook_rejected"
+	eventTooLarge   = "webhook_too_large"
+	eventReadFailed = "webhook_read_failed"
+)
+
 // Outcomes reported to the Observer.
 const (
 	outcomeUnauthorized = "unauthorized"
@@ -58,16 +65,18 @@ func (s *Server) serve(c echo.Context) (string, error) {
 	}
 	reqID := newRequestID()
 	c.Response().Header().Set("X-Request-Id", reqID)
-	fields := func(l zerolog.Logger) zerolog.Logger {
-		return l.With().Str("request_id", reqID).Str("remote_addr", req.RemoteAddr).Int("attempt", attempt(req)).Logger()
+	log := s.opts.Logger.With().Str("request_id", reqID).Str("remote_addr", req.RemoteAddr).Int("attempt", attempt(req)).Logger()
+	// A line anyone can cause, sampled (nil, a no-op, when dropped).
+	stranger := func(event string) *zerolog.Event {
+		return s.strangers[event].Warn().Str("request_id", reqID).Str("remote_addr", req.RemoteAddr).
+			Int("attempt", attempt(req)).Str("event", event)
 	}
-	log, rejectLog := fields(s.opts.Logger), fields(s.rejectLog)
 
 	buf, err := s.readBody(req)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			rejectLog.Warn().Str("event", "webhook_too_large").Int64("max_body_bytes", s.opts.MaxBodyBytes).
+			stranger(eventTooLarge).Int64("max_body_bytes", s.opts.MaxBodyBytes).
 				Int64("content_length", req.ContentLength).Msg("webhook body over the size limit")
 			return outcomeTooLarge, fail(c, http.StatusRequestEntityTooLarge, "body_too_large")
 		}
@@ -75,7 +84,7 @@ func (s *Server) serve(c echo.Context) (string, error) {
 			c.Response().Header().Set("Retry-After", "1")
 			return outcomeError, fail(c, http.StatusServiceUnavailable, "busy")
 		}
-		log.Warn().Str("event", "webhook_read_failed").Err(err).Msg("could not read webhook body")
+		stranger(eventReadFailed).Err(err).Msg("could not read webhook body")
 		return outcomeInvalid, fail(c, http.StatusBadRequest, "unreadable_body")
 	}
 	// The buffer goes back to the pool once the reply is decided: by then
@@ -85,7 +94,7 @@ func (s *Server) serve(c echo.Context) (string, error) {
 
 	if reason := signature.Verify(s.opts.Secret(), body, req.Header.Get(signature.Header)); reason != signature.OK {
 		sum := sha256.Sum256(body)
-		rejectLog.Warn().Str("event", "webhook_rejected").Str("reason", string(reason)).
+		stranger(eventRejected).Str("reason", string(reason)).
 			Int("body_len", len(body)).Str("body_sha256", hex.EncodeToString(sum[:])).
 			Msg("webhook signature rejected")
 		return outcomeUnauthorized, fail(c, http.StatusUnauthorized, "invalid_signature")

@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/batchhook/batchhook/internal/httpserver"
+	"github.com/batchhook/batchhook/internal/logsample"
 	"github.com/batchhook/batchhook/store"
 )
 
@@ -77,10 +78,13 @@ type Options struct {
 	// Observer is told the outcome and reply time of every request; nil
 	// means none.
 	Observer Observer
-	// RejectBurst is how many rejection log lines (401, 413) are written per
-	// second before the rest are dropped, so a flood of forged requests
-	// cannot fill the disk; the Observer still counts every one. 0 = 20.
+	// RejectBurst is how many log lines a stranger can cause (401, 413,
+	// unreadable bodies, net/http's own errors) are written per second, all
+	// of them together, before the rest are dropped, so a flood cannot fill
+	// the disk; the Observer still counts every request. 0 = 20.
 	RejectBurst uint32
+	// LogDropped is told the event of every such line dropped; nil = none.
+	LogDropped func(event string)
 	// MaxConnections caps the webhook connections held at once; more wait
 	// in the kernel's backlog. 0 = no cap. It is a last line: a stalled
 	// sender costs little (see body.go), so set it well above any load.
@@ -100,8 +104,10 @@ func (nopObserver) WebhookHandled(string, time.Duration) {}
 
 // Server serves the webhook endpoint.
 type Server struct {
-	opts      Options
-	rejectLog zerolog.Logger
+	opts Options
+	// strangers holds the sampled loggers of the lines anyone can cause,
+	// by event.
+	strangers map[string]*zerolog.Logger
 	echo      *echo.Echo
 	srv       *httpserver.Server
 	bufs      *buffers
@@ -133,9 +139,14 @@ func New(opts Options) (*Server, error) {
 	if opts.RejectBurst == 0 {
 		opts.RejectBurst = 20
 	}
+	sampler := logsample.New(opts.RejectBurst, time.Second, opts.LogDropped)
 	s := &Server{
-		opts: opts, rejectLog: opts.Logger.Sample(&zerolog.BurstSampler{Burst: opts.RejectBurst, Period: time.Second}),
+		opts: opts, strangers: map[string]*zerolog.Logger{},
 		bufs: newBuffers(opts.MaxBodyBytes + 1), unknownSlots: make(chan struct{}, unknownLengthSlots),
+	}
+	for _, event := range []string{eventRejected, eventTooLarge, eventReadFailed} {
+		l := sampler.Logger(opts.Logger, event)
+		s.strangers[event] = &l
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -150,6 +161,7 @@ func New(opts Options) (*Server, error) {
 		IdleTimeout:       opts.Limits.IdleTimeout,
 		MaxHeaderBytes:    opts.Limits.MaxHeaderBytes,
 		ConnContext:       withConn,
+		ErrorLog:          sampler.ErrorLog(opts.Logger, "http_server_error"),
 	})
 	return s, nil
 }
