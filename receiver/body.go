@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -37,6 +38,17 @@ const (
 // errBusy means every slot for bodies of unknown length stayed taken for a
 // whole read timeout; the sender is told to retry (503).
 var errBusy = errors.New("too many webhook bodies of unknown length at once")
+
+// errSenderGone means the sender closed, reset or timed out before its body
+// was complete: the connection is closed without a reply.
+var errSenderGone = errors.New("sender gone before the body was complete")
+
+// senderGone reports whether a body read failed because the sender left.
+func senderGone(err error) bool {
+	var ne net.Error
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		(errors.As(err, &ne) && ne.Timeout())
+}
 
 // connKey is the request-context key of the request's net.Conn.
 type connKey struct{}

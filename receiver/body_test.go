@@ -93,8 +93,9 @@ func TestDribbledBodyIsRecordedWhole(t *testing.T) {
 	}
 }
 
-// A sender that gives up half-way is answered at once, not at the read
-// timeout.
+// A sender that gives up half-way is let go at once, not at the read
+// timeout, and without a reply: there is no one to read it, and writing
+// one would only touch the connection's write buffer.
 func TestSenderGoneMidBodyIsNotWaitedOn(t *testing.T) {
 	addr, _ := startBig(t, Limits{ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 10 * time.Second, IdleTimeout: 10 * time.Second, MaxHeaderBytes: 16 << 10})
@@ -113,16 +114,15 @@ func TestSenderGoneMidBodyIsNotWaitedOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn.SetReadDeadline(time.Now().Add(8 * time.Second))
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	reply, err := io.ReadAll(conn)
 	if err != nil {
-		t.Fatalf("no answer after the sender half-closed: %v", err)
+		t.Fatalf("connection not closed after the sender half-closed: %v", err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest {
-		t.Fatalf("truncated body: %d, want 400", resp.StatusCode)
+	if len(reply) != 0 {
+		t.Fatalf("a reply to a sender that left: %q", reply)
 	}
 	if took := time.Since(start); took > 2*time.Second {
-		t.Fatalf("answered %s after the sender left; the wait must end when the peer closes", took)
+		t.Fatalf("closed %s after the sender left; the wait must end when the peer closes", took)
 	}
 }
 

@@ -51,6 +51,12 @@ func (s *Server) handle(c echo.Context) error {
 	start := time.Now()
 	outcome, err := s.serve(c)
 	s.opts.Observer.WebhookHandled(outcome, time.Since(start))
+	if errors.Is(err, errSenderGone) {
+		// No one to answer: close the connection without a reply (and
+		// without touching its write buffer). net/http logs nothing for
+		// this sentinel.
+		panic(http.ErrAbortHandler)
+	}
 	return err
 }
 
@@ -85,6 +91,9 @@ func (s *Server) serve(c echo.Context) (string, error) {
 			return outcomeError, fail(c, http.StatusServiceUnavailable, "busy")
 		}
 		stranger(eventReadFailed).Err(err).Msg("could not read webhook body")
+		if senderGone(err) {
+			return outcomeInvalid, errSenderGone
+		}
 		return outcomeInvalid, fail(c, http.StatusBadRequest, "unreadable_body")
 	}
 	// The buffer goes back to the pool once the reply is decided: by then

@@ -2,14 +2,15 @@ package receiver
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-// waitArrived blocks until want more bytes are queued in c's socket (or the
-// peer has closed, or the socket failed), without reading any of them. Go's
+// waitArrived blocks until want more bytes are queued in c's socket, without
+// reading any of them. A peer that closes first gets io.ErrUnexpectedEOF. Go's
 // poller calls the check again on every arrival, and the read deadline that
 // http.Server set for the request still ends the wait.
 //
@@ -40,11 +41,14 @@ func waitArrived(c net.Conn, want int) error {
 		if rcvbuf, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF); err == nil && queued >= rcvbuf/2 {
 			return true
 		}
-		// A peer that closed or reset sends nothing more: let the read
-		// report it.
+		// A peer that closed or reset will send nothing more: the body is
+		// short, and no buffer is taken for it.
 		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLRDHUP}}
-		n, err := unix.Poll(fds, 0)
-		return err == nil && n > 0 && fds[0].Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR) != 0
+		if n, err := unix.Poll(fds, 0); err == nil && n > 0 && fds[0].Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR) != 0 {
+			sockErr = io.ErrUnexpectedEOF
+			return true
+		}
+		return false
 	})
 	if err != nil {
 		return fmt.Errorf("wait for the rest of the body: %w", err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/batchhook/batchhook/config"
 	"github.com/batchhook/batchhook/internal/daemon"
+	"github.com/batchhook/batchhook/internal/memreclaim"
 )
 
 const serveUsage = `Usage: batchhook serve
@@ -43,12 +44,19 @@ func serve(ctx context.Context, args []string, e env) int {
 		return 2
 	}
 	log := newLogger(cfg.LogLevel, cfg.LogFormat, stdout)
-	// The one process-wide setting: the garbage collector works harder as
-	// the heap nears the limit, so a flood cannot grow it unchecked and
-	// memory returns to the system once the flood ends.
+	// Process-wide memory settings live here, not in the daemon: the
+	// collector works harder as the heap nears the limit, so a flood cannot
+	// grow it unchecked, and the reclaimer returns memory once it is over.
 	if limit, ok := cfg.MemoryLimitBytes(); ok {
 		debug.SetMemoryLimit(limit)
 	}
+	rctx, stopReclaim := context.WithCancel(context.Background())
+	reclaimed := make(chan struct{})
+	go func() {
+		defer close(reclaimed)
+		memreclaim.New(log.With().Str("component", "daemon").Logger()).Run(rctx)
+	}()
+	defer func() { stopReclaim(); <-reclaimed }()
 	d := daemon.New(*cfg, log)
 	if err := d.Start(nil); err != nil {
 		log.Error().Str("component", "daemon").Str("event", "start_failed").Err(err).Msg("batchhook could not start")
