@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -96,8 +97,10 @@ func (s *Server) serve(c echo.Context) (string, error) {
 		}
 		return outcomeInvalid, fail(c, http.StatusBadRequest, "unreadable_body")
 	}
-	// The buffer goes back to the pool once the reply is decided: by then
-	// the store's commit (which holds n.Raw) has returned.
+	// The pooled buffer serves the signature check and the parse, and goes
+	// back to the pool when the request ends. What the store keeps is a
+	// copy: its group commit may hold what it is given past the
+	// call, and a signed body is rare enough to copy.
 	defer s.bufs.put(buf)
 	body := *buf
 
@@ -128,7 +131,7 @@ func (s *Server) serve(c echo.Context) (string, error) {
 		return s.storeFailed(c, log, err)
 	}
 	if !known {
-		n.Attempt, n.ReceivedAt, n.Source, n.Raw = attempt(req), now, store.SourceWebhook, body
+		n.Attempt, n.ReceivedAt, n.Source, n.Raw = attempt(req), now, store.SourceWebhook, bytes.Clone(body)
 		created, err := s.opts.Store.Record(n)
 		if err != nil {
 			return s.storeFailed(c, log, err)
@@ -151,7 +154,7 @@ func (s *Server) quarantine(c echo.Context, log zerolog.Logger, body []byte, cau
 	sum := sha256.Sum256(body)
 	q := store.Quarantined{
 		ID: hex.EncodeToString(sum[:]), Reason: cause.Error(), Attempt: attempt(c.Request()),
-		ReceivedAt: s.opts.Now().UTC(), Raw: body,
+		ReceivedAt: s.opts.Now().UTC(), Raw: bytes.Clone(body),
 	}
 	if err := s.opts.Store.Quarantine(q); err != nil {
 		return s.storeFailed(c, log, err)
@@ -165,7 +168,7 @@ func (s *Server) audit(c echo.Context, log zerolog.Logger, body []byte, n store.
 	sum := sha256.Sum256(body)
 	e := store.AuditEvent{
 		ID: hex.EncodeToString(sum[:]), Event: n.Event, BatchID: n.BatchID,
-		Attempt: attempt(c.Request()), ReceivedAt: s.opts.Now().UTC(), Raw: body,
+		Attempt: attempt(c.Request()), ReceivedAt: s.opts.Now().UTC(), Raw: bytes.Clone(body),
 	}
 	if err := s.opts.Store.Audit(e); err != nil {
 		return s.storeFailed(c, log, err)
