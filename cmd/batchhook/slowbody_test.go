@@ -194,8 +194,12 @@ func TestSlowBodiesKeepMemoryBoundedAndGenuineDeliveriesFast(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	took := genuine("b_during_attack")
 	during := procStatus(t, pid, "VmRSS")
-	// Where the memory is, for the README figure.
+	// Where the memory is, for the README figure; and MEMORY_LIMIT's
+	// default reached the runtime.
 	_, m := get(t, d.admin+"/metrics", "")
+	if !strings.Contains(m, "\ngo_gc_gomemlimit_bytes 2.68435456e+08\n") {
+		t.Errorf("the runtime's memory limit is not the default 256MiB of BATCHHOOK_MEMORY_LIMIT")
+	}
 	for _, l := range strings.Split(m, "\n") {
 		for _, name := range []string{"go_memstats_heap_inuse_bytes ", "go_memstats_stack_inuse_bytes ", "go_goroutines "} {
 			if strings.HasPrefix(l, name) {
