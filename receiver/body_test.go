@@ -238,3 +238,39 @@ func TestStalledBodiesHoldNoBodyBuffer(t *testing.T) {
 		t.Fatalf("each stalled body costs %d KiB; a body buffer is being held (want < 40 KiB)", per>>10)
 	}
 }
+
+// A sender that asks "Expect: 100-continue" gets the 100 before it sends
+// the body (the first read sends it), and then its answer.
+func TestExpectContinue(t *testing.T) {
+	addr, _ := startBig(t, Limits{})
+	b := paddedBody("b_continue", 20<<10)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	head := strings.Replace(rawRequest(addr, b, signature.Sign([]byte(testSecret), b)), "\r\n\r\n", "\r\nExpect: 100-continue\r\n\r\n", 1)
+	if _, err := conn.Write([]byte(head)); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	r := bufio.NewReader(conn)
+	line, err := r.ReadString('\n')
+	if err != nil || !strings.Contains(line, "100 Continue") {
+		t.Fatalf("before the body: %q, %v; want 100 Continue", line, err)
+	}
+	if _, err := r.ReadString('\n'); err != nil { // the blank line after it
+		t.Fatal(err)
+	}
+	if _, err := conn.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(reply, []byte(ResultAccepted)) {
+		t.Fatalf("after 100-continue: %d %s", resp.StatusCode, reply)
+	}
+}
