@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/batchhook/batchhook/internal/httpserver"
+	"github.com/batchhook/batchhook/internal/logsample"
 	"github.com/batchhook/batchhook/store"
 )
 
@@ -56,13 +57,23 @@ type Options struct {
 	Retention time.Duration
 	Logger    zerolog.Logger
 	Now       func() time.Time
+	// LogDropped is told the event of every line a stranger caused that
+	// the sampler dropped (admin_unauthorized, http_server_error); nil =
+	// none. At most 20 such lines a second are written.
+	LogDropped func(event string)
 }
+
+// strangerBurst is how many lines a second strangers can cause here.
+const strangerBurst = 20
 
 // Server is the admin HTTP server.
 type Server struct {
 	o    Options
 	echo *echo.Echo
 	srv  *httpserver.Server
+	// unauthorizedLog is sampled: anyone who reaches the listener can
+	// cause its lines.
+	unauthorizedLog zerolog.Logger
 }
 
 // New builds the server; Serve starts it.
@@ -73,7 +84,8 @@ func New(o Options) (*Server, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{o: o}
+	sampler := logsample.New(strangerBurst, time.Second, o.LogDropped)
+	s := &Server{o: o, unauthorizedLog: sampler.Logger(o.Logger, "admin_unauthorized")}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
@@ -94,7 +106,8 @@ func New(o Options) (*Server, error) {
 	g.GET("/admin/chunks", s.listChunks)
 	s.echo = e
 	s.srv = httpserver.New("admin listener", &http.Server{Handler: e, ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10})
+		ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10,
+		ErrorLog: sampler.ErrorLog(o.Logger, "http_server_error")})
 	return s, nil
 }
 
@@ -120,7 +133,7 @@ func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
 		got, ok := bearerDigest(c.Request().Header.Get("Authorization"))
 		token = tokenDigest(token) // both sides 32 bytes: the compare cannot leak the length
 		if !ok || subtle.ConstantTimeCompare([]byte(got), token) != 1 {
-			s.o.Logger.Warn().Str("event", "admin_unauthorized").Str("remote_addr", c.Request().RemoteAddr).
+			s.unauthorizedLog.Warn().Str("event", "admin_unauthorized").Str("remote_addr", c.Request().RemoteAddr).
 				Str("path", c.Request().URL.Path).Msg("admin request without a valid token")
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="batchhook"`)
 			return fail(c, http.StatusUnauthorized, "unauthorized")

@@ -86,6 +86,14 @@ type Config struct {
 	RepairPermissions bool `split_words:"true"`
 	// Warnings are what Load accepted but the daemon logs at start.
 	Warnings []Warning `ignored:"true"`
+	// MaxConnections caps the webhook connections held at once; more wait
+	// in the kernel's listen backlog. A last line, set well above any real
+	// load: a stalled sender costs little (README, Performance).
+	MaxConnections int `split_words:"true" default:"10000"`
+	// MemoryLimit is the Go runtime's soft memory limit (debug.SetMemoryLimit),
+	// a size such as 256MiB; "0" or "off" leaves the runtime's default
+	// (which honours GOMEMLIMIT). Read it with MemoryLimitBytes.
+	MemoryLimit string `split_words:"true" default:"256MiB"`
 }
 
 // Load reads the environment, applies defaults, reads secret files,
@@ -183,6 +191,8 @@ func (c *Config) Validate() error {
 		{c.ItemCPFField != "", "ITEM_CPF_FIELD", "must not be empty"},
 		{validLevels[c.LogLevel], "LOG_LEVEL", "must be one of trace, debug, info, warn, error"},
 		{c.LogFormat == "json" || c.LogFormat == "console", "LOG_FORMAT", "must be json or console"},
+		{c.MaxConnections >= 1 && c.MaxConnections <= 1_000_000, "MAX_CONNECTIONS", "must be between 1 and 1000000"},
+		{validMemoryLimit(c.MemoryLimit), "MEMORY_LIMIT", "must be a size of at least 32MiB such as 256MiB or 1GiB, or 0/off for none"},
 	}
 	for _, ch := range checks {
 		if !ch.ok {

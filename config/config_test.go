@@ -34,6 +34,7 @@ var shortNames = []string{
 	"SUBMIT_PER_MINUTE", "MAX_IN_FLIGHT", "RECONCILE_AFTER", "STATUS_FIELD",
 	"MAX_SUBMISSION_BYTES", "RESUBMIT_FIELD", "RESUBMIT_VALUES", "ITEM_CPF_FIELD",
 	"REPAIR_PERMISSIONS",
+	"MAX_CONNECTIONS", "MEMORY_LIMIT",
 }
 
 // cleanEnv unsets every BATCHHOOK_ variable and every unprefixed name we
@@ -132,6 +133,8 @@ func TestLoadReadsEveryVariableUnderItsPrefixedName(t *testing.T) {
 		{"LOG_FORMAT", "console", "LogFormat", "console"},
 		{"ADMIN_ADDR", "127.0.0.2:9191", "AdminAddr", "127.0.0.2:9191"},
 		{"ADMIN_TOKEN", "tok en", "AdminToken", config.Secret("tok en")},
+		{"MAX_CONNECTIONS", "20000", "MaxConnections", 20000},
+		{"MEMORY_LIMIT", "1GiB", "MemoryLimit", "1GiB"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.short+"="+tt.value, func(t *testing.T) {
@@ -191,6 +194,7 @@ func TestLoadIgnoresUnprefixedVariables(t *testing.T) {
 		"SUBMIT_PER_MINUTE": "0", "MAX_IN_FLIGHT": "-1", "RECONCILE_AFTER": "0s", "STATUS_FIELD": "unprefixed",
 		"MAX_SUBMISSION_BYTES": "1", "RESUBMIT_FIELD": "unprefixed", "RESUBMIT_VALUES": ",", "ITEM_CPF_FIELD": "unprefixed",
 		"REPAIR_PERMISSIONS": "true",
+		"MAX_CONNECTIONS":    "0", "MEMORY_LIMIT": "lots",
 	}
 	if len(bogus) != len(shortNames) {
 		t.Fatalf("bogus covers %d names, want %d", len(bogus), len(shortNames))
@@ -255,8 +259,9 @@ func TestLoadDefaults(t *testing.T) {
 		MaxPageBytes:    32 << 20,
 		SubmitPerMinute: 10, MaxInFlight: 50, ReconcileAfter: 15 * time.Minute, StatusField: "status",
 		MaxSubmissionBytes: 16 << 20, ResubmitField: "result", ResubmitValues: "pending,incomplete", ItemCPFField: "cpf",
-		LogLevel:  "info",
-		LogFormat: "json",
+		LogLevel:       "info",
+		LogFormat:      "json",
+		MaxConnections: 10000, MemoryLimit: "256MiB",
 	}
 	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", *c, want)
@@ -377,6 +382,12 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{"secret file missing", map[string]string{"SIGNING_SECRET": "", "SIGNING_SECRET_FILE": "/nonexistent/batchhook/secret"}, "BATCHHOOK_SIGNING_SECRET_FILE"},
 		{"empty key file", map[string]string{"API_KEY": "", "API_KEY_FILE": "@file:\n"}, "BATCHHOOK_API_KEY_FILE"},
 		{"key file missing", map[string]string{"API_KEY": "", "API_KEY_FILE": "/nonexistent/batchhook/key"}, "BATCHHOOK_API_KEY_FILE"},
+		{"max connections zero", map[string]string{"MAX_CONNECTIONS": "0"}, "BATCHHOOK_MAX_CONNECTIONS"},
+		{"max connections text", map[string]string{"MAX_CONNECTIONS": "many"}, "BATCHHOOK_MAX_CONNECTIONS"},
+		{"memory limit unit", map[string]string{"MEMORY_LIMIT": "256M"}, "BATCHHOOK_MEMORY_LIMIT"},
+		{"memory limit small", map[string]string{"MEMORY_LIMIT": "16MiB"}, "BATCHHOOK_MEMORY_LIMIT"},
+		{"memory limit negative", map[string]string{"MEMORY_LIMIT": "-1GiB"}, "BATCHHOOK_MEMORY_LIMIT"},
+		{"memory limit empty", map[string]string{"MEMORY_LIMIT": "\x00empty"}, "BATCHHOOK_MEMORY_LIMIT"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -604,5 +615,31 @@ func TestVariablesListsEveryName(t *testing.T) {
 	}
 	if len(got) != len(shortNames) {
 		t.Errorf("Variables() has %d names, the config reads %d: %v", len(got), len(shortNames), config.Variables())
+	}
+}
+
+func TestMemoryLimitBytes(t *testing.T) {
+	tests := []struct {
+		value string
+		want  int64
+		set   bool
+	}{
+		{"256MiB", 256 << 20, true},
+		{"1GiB", 1 << 30, true},
+		{"500MB", 500e6, true},
+		{"33554432", 32 << 20, true},
+		{"0", 0, false},
+		{"off", 0, false},
+		{"OFF", 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.value, func(t *testing.T) {
+			requiredEnv(t)
+			t.Setenv("BATCHHOOK_MEMORY_LIMIT", tt.value)
+			got, set := mustLoad(t).MemoryLimitBytes()
+			if got != tt.want || set != tt.set {
+				t.Errorf("MEMORY_LIMIT=%s: %d, %v; want %d, %v", tt.value, got, set, tt.want, tt.set)
+			}
+		})
 	}
 }

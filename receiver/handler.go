@@ -1,11 +1,11 @@
 package receiver
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -30,6 +30,13 @@ type reply struct {
 	BatchID string `json:"batch_id"`
 }
 
+// Events of the lines a stranger can cause; they are sampled.
+const (
+	eventRejected   = "webhook_rejected"
+	eventTooLarge   = "webhook_too_large"
+	eventReadFailed = "webhook_read_failed"
+)
+
 // Outcomes reported to the Observer.
 const (
 	outcomeUnauthorized = "unauthorized"
@@ -45,6 +52,12 @@ func (s *Server) handle(c echo.Context) error {
 	start := time.Now()
 	outcome, err := s.serve(c)
 	s.opts.Observer.WebhookHandled(outcome, time.Since(start))
+	if errors.Is(err, errSenderGone) {
+		// No one to answer: close the connection without a reply (and
+		// without touching its write buffer). net/http logs nothing for
+		// this sentinel.
+		panic(http.ErrAbortHandler)
+	}
 	return err
 }
 
@@ -59,26 +72,41 @@ func (s *Server) serve(c echo.Context) (string, error) {
 	}
 	reqID := newRequestID()
 	c.Response().Header().Set("X-Request-Id", reqID)
-	fields := func(l zerolog.Logger) zerolog.Logger {
-		return l.With().Str("request_id", reqID).Str("remote_addr", req.RemoteAddr).Int("attempt", attempt(req)).Logger()
+	log := s.opts.Logger.With().Str("request_id", reqID).Str("remote_addr", req.RemoteAddr).Int("attempt", attempt(req)).Logger()
+	// A line anyone can cause, sampled (nil, a no-op, when dropped).
+	stranger := func(event string) *zerolog.Event {
+		return s.strangers[event].Warn().Str("request_id", reqID).Str("remote_addr", req.RemoteAddr).
+			Int("attempt", attempt(req)).Str("event", event)
 	}
-	log, rejectLog := fields(s.opts.Logger), fields(s.rejectLog)
 
-	body, err := s.readBody(c)
+	buf, err := s.readBody(req)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			rejectLog.Warn().Str("event", "webhook_too_large").Int64("max_body_bytes", s.opts.MaxBodyBytes).
+			stranger(eventTooLarge).Int64("max_body_bytes", s.opts.MaxBodyBytes).
 				Int64("content_length", req.ContentLength).Msg("webhook body over the size limit")
 			return outcomeTooLarge, fail(c, http.StatusRequestEntityTooLarge, "body_too_large")
 		}
-		log.Warn().Str("event", "webhook_read_failed").Err(err).Msg("could not read webhook body")
+		if errors.Is(err, errBusy) {
+			c.Response().Header().Set("Retry-After", "1")
+			return outcomeError, fail(c, http.StatusServiceUnavailable, "busy")
+		}
+		stranger(eventReadFailed).Err(err).Msg("could not read webhook body")
+		if senderGone(err) {
+			return outcomeInvalid, errSenderGone
+		}
 		return outcomeInvalid, fail(c, http.StatusBadRequest, "unreadable_body")
 	}
+	// The pooled buffer serves the signature check and the parse, and goes
+	// back to the pool when the request ends. What the store keeps is a
+	// copy: its group commit may hold what it is given past the
+	// call, and a signed body is rare enough to copy.
+	defer s.bufs.put(buf)
+	body := *buf
 
 	if reason := signature.Verify(s.opts.Secret(), body, req.Header.Get(signature.Header)); reason != signature.OK {
 		sum := sha256.Sum256(body)
-		rejectLog.Warn().Str("event", "webhook_rejected").Str("reason", string(reason)).
+		stranger(eventRejected).Str("reason", string(reason)).
 			Int("body_len", len(body)).Str("body_sha256", hex.EncodeToString(sum[:])).
 			Msg("webhook signature rejected")
 		return outcomeUnauthorized, fail(c, http.StatusUnauthorized, "invalid_signature")
@@ -103,7 +131,7 @@ func (s *Server) serve(c echo.Context) (string, error) {
 		return s.storeFailed(c, log, err)
 	}
 	if !known {
-		n.Attempt, n.ReceivedAt, n.Source, n.Raw = attempt(req), now, store.SourceWebhook, body
+		n.Attempt, n.ReceivedAt, n.Source, n.Raw = attempt(req), now, store.SourceWebhook, bytes.Clone(body)
 		created, err := s.opts.Store.Record(n)
 		if err != nil {
 			return s.storeFailed(c, log, err)
@@ -122,21 +150,11 @@ func (s *Server) serve(c echo.Context) (string, error) {
 	return ResultAccepted, c.JSON(http.StatusOK, reply{ResultAccepted, n.BatchID})
 }
 
-// readBody reads at most MaxBodyBytes; a declared or actual larger body is
-// refused without reading the rest.
-func (s *Server) readBody(c echo.Context) ([]byte, error) {
-	req := c.Request()
-	if req.ContentLength > s.opts.MaxBodyBytes {
-		return nil, &http.MaxBytesError{Limit: s.opts.MaxBodyBytes}
-	}
-	return io.ReadAll(http.MaxBytesReader(c.Response(), req.Body, s.opts.MaxBodyBytes))
-}
-
 func (s *Server) quarantine(c echo.Context, log zerolog.Logger, body []byte, cause error) (string, error) {
 	sum := sha256.Sum256(body)
 	q := store.Quarantined{
 		ID: hex.EncodeToString(sum[:]), Reason: cause.Error(), Attempt: attempt(c.Request()),
-		ReceivedAt: s.opts.Now().UTC(), Raw: body,
+		ReceivedAt: s.opts.Now().UTC(), Raw: bytes.Clone(body),
 	}
 	if err := s.opts.Store.Quarantine(q); err != nil {
 		return s.storeFailed(c, log, err)
@@ -150,7 +168,7 @@ func (s *Server) audit(c echo.Context, log zerolog.Logger, body []byte, n store.
 	sum := sha256.Sum256(body)
 	e := store.AuditEvent{
 		ID: hex.EncodeToString(sum[:]), Event: n.Event, BatchID: n.BatchID,
-		Attempt: attempt(c.Request()), ReceivedAt: s.opts.Now().UTC(), Raw: body,
+		Attempt: attempt(c.Request()), ReceivedAt: s.opts.Now().UTC(), Raw: bytes.Clone(body),
 	}
 	if err := s.opts.Store.Audit(e); err != nil {
 		return s.storeFailed(c, log, err)

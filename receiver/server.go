@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/batchhook/batchhook/internal/httpserver"
+	"github.com/batchhook/batchhook/internal/logsample"
 	"github.com/batchhook/batchhook/store"
 )
 
@@ -77,10 +78,17 @@ type Options struct {
 	// Observer is told the outcome and reply time of every request; nil
 	// means none.
 	Observer Observer
-	// RejectBurst is how many rejection log lines (401, 413) are written per
-	// second before the rest are dropped, so a flood of forged requests
-	// cannot fill the disk; the Observer still counts every one. 0 = 20.
+	// RejectBurst is how many log lines a stranger can cause (401, 413,
+	// unreadable bodies, net/http's own errors) are written per second, all
+	// of them together, before the rest are dropped, so a flood cannot fill
+	// the disk; the Observer still counts every request. 0 = 20.
 	RejectBurst uint32
+	// LogDropped is told the event of every such line dropped; nil = none.
+	LogDropped func(event string)
+	// MaxConnections caps the webhook connections held at once; more wait
+	// in the kernel's backlog. 0 = no cap. It is a last line: a stalled
+	// sender costs little (see body.go), so set it well above any load.
+	MaxConnections int
 }
 
 // Observer receives one call per webhook request. The outcomes are
@@ -96,10 +104,15 @@ func (nopObserver) WebhookHandled(string, time.Duration) {}
 
 // Server serves the webhook endpoint.
 type Server struct {
-	opts      Options
-	rejectLog zerolog.Logger
+	opts Options
+	// strangers holds the sampled loggers of the lines anyone can cause,
+	// by event.
+	strangers map[string]*zerolog.Logger
 	echo      *echo.Echo
 	srv       *httpserver.Server
+	bufs      *buffers
+	// unknownSlots bounds bodies without Content-Length read at once.
+	unknownSlots chan struct{}
 }
 
 // New checks opts and builds the server; it does not listen yet.
@@ -111,6 +124,8 @@ func New(opts Options) (*Server, error) {
 		return nil, errors.New("receiver: MaxBodyBytes must be positive")
 	case opts.Secret == nil || opts.Store == nil:
 		return nil, errors.New("receiver: Secret and Store are required")
+	case opts.MaxConnections < 0:
+		return nil, errors.New("receiver: MaxConnections must not be negative")
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -124,7 +139,15 @@ func New(opts Options) (*Server, error) {
 	if opts.RejectBurst == 0 {
 		opts.RejectBurst = 20
 	}
-	s := &Server{opts: opts, rejectLog: opts.Logger.Sample(&zerolog.BurstSampler{Burst: opts.RejectBurst, Period: time.Second})}
+	sampler := logsample.New(opts.RejectBurst, time.Second, opts.LogDropped)
+	s := &Server{
+		opts: opts, strangers: map[string]*zerolog.Logger{},
+		bufs: newBuffers(opts.MaxBodyBytes + 1), unknownSlots: make(chan struct{}, unknownLengthSlots),
+	}
+	for _, event := range []string{eventRejected, eventTooLarge, eventReadFailed} {
+		l := sampler.Logger(opts.Logger, event)
+		s.strangers[event] = &l
+	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
@@ -137,6 +160,8 @@ func New(opts Options) (*Server, error) {
 		WriteTimeout:      opts.Limits.WriteTimeout,
 		IdleTimeout:       opts.Limits.IdleTimeout,
 		MaxHeaderBytes:    opts.Limits.MaxHeaderBytes,
+		ConnContext:       withConn,
+		ErrorLog:          sampler.ErrorLog(opts.Logger, "http_server_error"),
 	})
 	return s, nil
 }
@@ -146,7 +171,12 @@ func (s *Server) Handler() http.Handler { return s.echo }
 
 // Serve serves on ln in the background until Shutdown. The caller binds ln
 // (so "address in use" surfaces where it binds).
-func (s *Server) Serve(ln net.Listener) { s.srv.Serve(ln) }
+func (s *Server) Serve(ln net.Listener) {
+	if s.opts.MaxConnections > 0 {
+		ln = httpserver.LimitListener(ln, s.opts.MaxConnections)
+	}
+	s.srv.Serve(ln)
+}
 
 // Shutdown stops accepting, waits for in-flight requests until ctx ends,
 // then closes what remains. It is safe to call more than once.

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/batchhook/batchhook/config"
 	"github.com/batchhook/batchhook/internal/daemon"
+	"github.com/batchhook/batchhook/internal/memreclaim"
 )
 
 const serveUsage = `Usage: batchhook serve
@@ -21,8 +23,9 @@ takes no flags: every setting is a BATCHHOOK_* environment variable (README,
 API_BASE_URL, API_KEY(_FILE), ADMIN_ADDR, ADMIN_TOKEN(_FILE), DATA_DIR,
 EXPORT_DIR, PAGE_LIMIT, CURSOR_PARAM, RESULTS_FIELD, FETCH_WORKERS,
 RETENTION, FETCH_TIMEOUT, BACKOFF_BASE, BACKOFF_MAX, NOT_FOUND_GRACE,
-MAX_BODY_BYTES, MAX_PAGE_BYTES, LOG_LEVEL, LOG_FORMAT. SIGHUP re-reads the
-_FILE secrets. Logs are JSON lines on stdout.
+MAX_BODY_BYTES, MAX_PAGE_BYTES, MAX_CONNECTIONS, MEMORY_LIMIT, LOG_LEVEL,
+LOG_FORMAT. SIGHUP re-reads the _FILE secrets. Logs are JSON lines on
+stdout.
 `
 
 func serve(ctx context.Context, args []string, e env) int {
@@ -41,6 +44,19 @@ func serve(ctx context.Context, args []string, e env) int {
 		return 2
 	}
 	log := newLogger(cfg.LogLevel, cfg.LogFormat, stdout)
+	// Process-wide memory settings live here, not in the daemon: the
+	// collector works harder as the heap nears the limit, so a flood cannot
+	// grow it unchecked, and the reclaimer returns memory once it is over.
+	if limit, ok := cfg.MemoryLimitBytes(); ok {
+		debug.SetMemoryLimit(limit)
+	}
+	rctx, stopReclaim := context.WithCancel(context.Background())
+	reclaimed := make(chan struct{})
+	go func() {
+		defer close(reclaimed)
+		memreclaim.New(log.With().Str("component", "daemon").Logger()).Run(rctx)
+	}()
+	defer func() { stopReclaim(); <-reclaimed }()
 	d := daemon.New(*cfg, log)
 	if err := d.Start(nil); err != nil {
 		log.Error().Str("component", "daemon").Str("event", "start_failed").Err(err).Msg("batchhook could not start")

@@ -146,6 +146,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		Path: cfg.WebhookPath, MaxBodyBytes: cfg.MaxBodyBytes,
 		Secret: func() []byte { return *d.secret.Load() }, Store: d.store,
 		Logger: d.log.With().Str("component", "receiver").Logger(), Observer: d.metrics,
+		MaxConnections: cfg.MaxConnections, LogDropped: d.metrics.LogLineDropped,
 	})
 	if err != nil {
 		return err
@@ -154,6 +155,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		Store: d.store, Token: func() []byte { return *d.adminToken.Load() }, Metrics: d.metrics.Handler(),
 		Submissions: svc, MaxSubmissionBytes: cfg.MaxSubmissionBytes, Retention: cfg.Retention,
 		Ready: d.ready, Logger: d.log.With().Str("component", "admin").Logger(),
+		LogDropped: d.metrics.LogLineDropped,
 	})
 	if err != nil {
 		return err

@@ -38,6 +38,7 @@ type Metrics struct {
 	reloads         *prometheus.CounterVec
 	submissions     *prometheus.CounterVec
 	reconciled      prometheus.Counter
+	logLinesDropped *prometheus.CounterVec
 }
 
 // New registers every collector, the Go runtime and process collectors
@@ -82,9 +83,13 @@ func New(states States, now func() time.Time) *Metrics {
 			Name: "batchhook_reconciled_total",
 			Help: "Batches found final by a poll because no batch.completed came.",
 		}),
+		logLinesDropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "batchhook_log_lines_dropped_total",
+			Help: "Log lines a stranger caused (rejected or unreadable webhooks, admin requests without the token) that the sampler dropped, by event.",
+		}, []string{"event"}),
 	}
 	m.reg.MustRegister(m.webhookRequests, m.webhookAck, m.fetchPages, m.fetchErrors, m.exportItems,
-		m.batchesFinished, m.reloads, m.submissions, m.reconciled, &stateCollector{states: states, now: now},
+		m.batchesFinished, m.reloads, m.submissions, m.reconciled, m.logLinesDropped, &stateCollector{states: states, now: now},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -116,6 +121,9 @@ func (m *Metrics) BatchFinished(state string, items int64) {
 
 // SubmissionAttempt counts one chunk submission attempt by outcome.
 func (m *Metrics) SubmissionAttempt(outcome string) { m.submissions.WithLabelValues(outcome).Inc() }
+
+// LogLineDropped counts one sampled-out log line of event.
+func (m *Metrics) LogLineDropped(event string) { m.logLinesDropped.WithLabelValues(event).Inc() }
 
 // Reconciled counts a batch queued by a poll.
 func (m *Metrics) Reconciled() { m.reconciled.Inc() }
