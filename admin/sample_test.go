@@ -39,7 +39,7 @@ func TestUnauthorizedLinesAreSampledAndDropsCounted(t *testing.T) {
 	var mu sync.Mutex
 	dropped := map[string]int{}
 	s, err := New(Options{Store: st, Token: func() []byte { return []byte("the-token") }, Submissions: svc,
-		MaxSubmissionBytes: 4096, Metrics: http.NotFoundHandler(), Ready: func() error { return nil },
+		MaxSubmissionBytes: 4096, Metrics: http.NotFoundHandler(), Ready: func() error { return nil }, Retention: time.Hour,
 		Logger: zerolog.New(logs), LogDropped: func(event string) {
 			mu.Lock()
 			defer mu.Unlock()
