@@ -209,7 +209,9 @@ func (f *Fetcher) process(ctx context.Context, b *store.Batch) {
 		f.exported(ctx, log, b, path, true)
 		return
 	}
-	if start := b.RetentionStart(); f.o.Now().Sub(start) > f.o.Retention {
+	// Retention bounds what the provider keeps; a batch whose every page
+	// is staged (checkpoint done) needs nothing from it and is published.
+	if start := b.RetentionStart(); !b.Checkpoint.Done && f.o.Now().Sub(start) > f.o.Retention {
 		f.giveUp(ctx, log, b, fmt.Sprintf("retention elapsed: not exported within %s of %s", f.o.Retention, start.UTC().Format(time.RFC3339)))
 		return
 	}
