@@ -250,9 +250,11 @@ func validateBaseURL(raw string) error {
 	if raw == "" {
 		return errors.New("required")
 	}
-	shown, hidden := strconv.Quote(raw), strings.Contains(raw, "@")
+	// A query may carry a key (?api_key=…) just as userinfo may carry a
+	// password: such a value is never quoted back.
+	shown, hidden := strconv.Quote(raw), strings.ContainsAny(raw, "@?#")
 	if hidden {
-		shown = "the value (not shown: it holds an @)"
+		shown = "the value (not shown: it holds an @, ? or #)"
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -272,7 +274,7 @@ func validateBaseURL(raw string) error {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%s must be an absolute http or https URL", shown)
 	}
-	if u.RawQuery != "" || u.Fragment != "" {
+	if u.RawQuery != "" || u.Fragment != "" || u.ForceQuery {
 		return fmt.Errorf("%s must not carry a query or fragment", shown)
 	}
 	return nil

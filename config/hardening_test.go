@@ -25,6 +25,9 @@ func TestBaseURLWithCredentialsIsRefused(t *testing.T) {
 		"http://user:Pa55%zzXy9q@provider.example",
 		"http://user:Pa55 Xy9q@provider.example",
 		"http://[::1:user:Pa55Xy9q@x",
+		"https://provider.example/?api_key=Pa55Xy9q",
+		"https://provider.example/#Pa55Xy9q",
+		"ftp://provider.example/?key=Pa55Xy9q",
 	} {
 		requiredEnv(t)
 		t.Setenv("BATCHHOOK_API_BASE_URL", raw)

@@ -397,3 +397,32 @@ func TestAHardLinkedManifestIsNotTruncated(t *testing.T) {
 		t.Fatalf("the file outside the root became %q", data)
 	}
 }
+
+// A downstream reader or a backup tool may hard-link a published export's
+// files: reading them is harmless, so the export still counts as published
+// and can be read (refusing it would retry the batch for ever).
+func TestAHardLinkedPublishedExportStillReads(t *testing.T) {
+	d := newTestDir(t)
+	n, err := d.Append("b-1", 0, []json.RawMessage{json.RawMessage(`{"v":1}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := store.Batch{ID: "b-1", Checkpoint: store.Checkpoint{Done: true, Items: 1, Pages: 1, StagedBytes: n}}
+	path, err := d.Publish(b, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{ResultsFile, ManifestFile} {
+		if err := os.Link(filepath.Join(path, f), filepath.Join(d.Root(), "backup-"+f)); err != nil {
+			t.Skipf("hard link: %v", err)
+		}
+	}
+	if _, _, ok, err := d.Published("b-1"); err != nil || !ok {
+		t.Fatalf("Published with hard-linked files: %v %v, want a complete export", ok, err)
+	}
+	r, err := d.OpenResults("b-1")
+	if err != nil {
+		t.Fatalf("OpenResults with a hard-linked results file: %v", err)
+	}
+	r.Close()
+}

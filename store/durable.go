@@ -1,11 +1,9 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -30,12 +28,13 @@ import (
 //     ErrFailed, Failed() is closed, and the daemon exits for its
 //     supervisor to restart it (DECISIONS 31: no reopening in-process).
 //
-// One failure is not a failed commit: lack of space (ENOSPC, EDQUOT) before
-// the meta page was written (a new reader still sees the previous txid).
-// bbolt rolled it back; the pages it wrote are free in the last committed
-// meta and are written in full again before any commit uses them. That is
-// a write error: answered 503, counted, reported by Err (readiness false)
-// until a later write commits, and the disk may be freed meanwhile.
+// Every failed commit counts, a full disk (ENOSPC, EDQUOT) included
+// (DECISIONS 31): the store cannot tell from bbolt's error which pages
+// reached the file, and a daemon that stayed up on a full disk would be
+// declared ready again by the next empty commit (an idle Lease commits and
+// succeeds on a full disk) while every real write fails. Exiting makes the
+// failure plain to the supervisor and to whoever watches its restarts; the
+// provider's retries are recorded once the disk takes writes again.
 //
 // Every write goes through Update, whose embedded bbolt method it shadows;
 // DB.Batch is not used (it would bypass this type).
@@ -170,18 +169,9 @@ func (d *durableDB) committed(id int, clears bool) {
 	d.advanced = make(chan struct{})
 }
 
-// commitFailed classifies the failed commit of transaction id (under
-// writeMu, so no other commit has landed since).
+// commitFailed fails the store after the failed commit of transaction id
+// (under writeMu, so no other commit has landed since).
 func (d *durableDB) commitFailed(id int, err error) {
-	visible := true // unless a reader proves otherwise
-	_ = d.DB.View(func(tx *bolt.Tx) error {
-		visible = tx.ID() >= id
-		return nil
-	})
-	if !visible && (errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)) {
-		d.writeFailed(err)
-		return
-	}
 	d.writeFailed(err)
 	d.fail(fmt.Errorf("%w: commit of transaction %d: %w", ErrFailed, id, err))
 }

@@ -284,34 +284,53 @@ func metaWriteIndex(trace string) int {
 	return -1
 }
 
-// TestDiskFullIsAWriteErrorNotAFailure: every write to the database file
-// fails with ENOSPC (bbolt rolls the commit back before its meta page, so
-// nothing became visible). That is a write error, not a failed commit:
-// 503, /readyz false with the reason, counted, the daemon keeps running;
-// once the disk takes writes the provider's retry is recorded and
-// readiness comes back.
-func TestDiskFullIsAWriteErrorNotAFailure(t *testing.T) {
+// TestDiskFullFailsClosedAndRestarts: every write to the database file
+// fails with ENOSPC. A failed commit is a failed commit, a full disk
+// included (DECISIONS 31): 503, /readyz false with the reason, counted,
+// store_failed, exit non-zero. Started again once the disk takes writes (as
+// its supervisor would), the daemon records the provider's retry once.
+func TestDiskFullFailsClosedAndRestarts(t *testing.T) {
 	s, d := quietSetup(t)
 	tr := attachStrace(t, d.cmd.Process.Pid, "pwrite64:error=ENOSPC")
-	body := completedBody("b_disk_full")
+	const id = "b_disk_full"
+	body := completedBody(id)
 	if r := deliver(s.addr, body, 1); r.err != nil || r.code != 503 {
 		t.Fatalf("delivery on a full disk: %+v, want 503", r)
 	}
-	if code, out := get(t, d.admin+"/readyz", ""); code != 503 || !strings.Contains(out, "no space left on device") {
-		t.Fatalf("/readyz on a full disk: %d %s, want 503 naming it", code, out)
+	if r := deliver(s.addr, body, 2); r.err == nil && r.code/100 == 2 {
+		t.Fatalf("attempt 2 after a failed commit: %+v, want no 2xx", r)
 	}
-	if n := writeErrors(t, d); n < 1 {
-		t.Fatalf("batchhook_store_write_errors_total = %v on a full disk", n)
+	select {
+	case err := <-d.done:
+		d.done <- err
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() == 0 {
+			t.Fatalf("daemon exit after a failed commit on a full disk: %v, want non-zero", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("daemon still running 20s after a failed commit on a full disk:\n%s", d.out.String())
+	}
+	out := d.out.String()
+	if !strings.Contains(out, `"event":"store_failed"`) || !strings.Contains(out, "no space left on device") {
+		t.Fatalf("no store_failed event naming the full disk:\n%s", out)
 	}
 	tr.detach()
-	if r := deliver(s.addr, body, 2); r.err != nil || r.code != 200 || r.result != "accepted" {
-		t.Fatalf("retry once the disk takes writes: %+v, want 200 accepted", r)
+
+	d2 := startDaemon(t, s.addr, s.env)
+	if r := deliver(s.addr, body, 3); r.err != nil || r.code != 200 || r.result != "accepted" {
+		t.Fatalf("the provider's retry once the disk takes writes: %+v, want 200 accepted", r)
 	}
-	if code, out := get(t, d.admin+"/readyz", ""); code != 200 {
-		t.Fatalf("/readyz once a write committed: %d %s", code, out)
+	if code, out := get(t, d2.admin+"/readyz", ""); code != 200 {
+		t.Fatalf("/readyz after the restart: %d %s", code, out)
 	}
-	if strings.Contains(d.out.String(), `"event":"store_failed"`) {
-		t.Fatal("a full disk failed the store; only a commit that may have become visible does")
+	d2.stop(t)
+	st, err := store.Open(s.env["BATCHHOOK_DATA_DIR"], time.Second)
+	if err != nil {
+		t.Fatal(err)
 	}
-	d.stop(t)
+	defer st.Close()
+	counts, _ := st.Counts()
+	if b, err := st.Get(id); err != nil || b.State != store.StateQueued || counts[store.StateQueued] != 1 {
+		t.Fatalf("after the restart: %+v, %v, counts %v; want the batch queued once", b, err, counts)
+	}
 }
