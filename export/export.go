@@ -174,7 +174,7 @@ func verifyAt(parent *os.File, name, id string) (Manifest, bool, error) {
 		return m, false, err
 	}
 	defer dir.Close()
-	mf, err := openFileAt(dir, ManifestFile, os.O_RDONLY)
+	mf, err := openReadAt(dir, ManifestFile)
 	if err != nil {
 		return m, false, err
 	}
@@ -186,7 +186,7 @@ func verifyAt(parent *os.File, name, id string) (Manifest, bool, error) {
 	if err := json.Unmarshal(data, &m); err != nil || m.BatchID != id {
 		return m, false, nil
 	}
-	rf, err := openFileAt(dir, ResultsFile, os.O_RDONLY)
+	rf, err := openReadAt(dir, ResultsFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return m, false, nil
 	}
@@ -239,5 +239,5 @@ func (d *Dir) OpenResults(batchID string) (io.ReadCloser, error) {
 		return nil, err
 	}
 	defer dir.Close()
-	return openFileAt(dir, ResultsFile, os.O_RDONLY)
+	return openReadAt(dir, ResultsFile)
 }

@@ -58,12 +58,21 @@ func openDirAt(parent *os.File, name string, create bool) (f *os.File, created b
 // openFileAt opens the regular file name inside dir with flag (os.O_RDONLY,
 // os.O_RDWR|os.O_CREATE, …) without following a link. A file it may have
 // created is set to 0600 whatever the umask. It refuses anything but a
-// regular file, and, when it opens for writing, a file with more than one
-// link: a hard link planted in staging would otherwise carry the results
-// to wherever its other name lives. Reading a file with other links is
-// harmless (a downstream reader or a backup tool may hard-link a published
-// export), and refusing it would make the batch retry for ever.
+// regular file with a single link: a hard link planted in staging would
+// otherwise carry the results to wherever its other name lives.
 func openFileAt(dir *os.File, name string, flag int) (*os.File, error) {
+	return openAt(dir, name, flag, false)
+}
+
+// openReadAt opens a published export's file name inside dir for reading,
+// without following a link, and allows other hard links to it: a
+// downstream reader or a backup tool may hard-link a published export, and
+// reading it is harmless (refusing it would make its batch retry for ever).
+func openReadAt(dir *os.File, name string) (*os.File, error) {
+	return openAt(dir, name, os.O_RDONLY, true)
+}
+
+func openAt(dir *os.File, name string, flag int, linked bool) (*os.File, error) {
 	path := filepath.Join(dir.Name(), name)
 	fd, err := unix.Openat(int(dir.Fd()), name, flag|fileFlags, fileMode)
 	if err != nil {
@@ -78,7 +87,7 @@ func openFileAt(dir *os.File, name string, flag int) (*os.File, error) {
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
 		unix.Close(fd)
 		return nil, fmt.Errorf("%s is not a regular file: %w", path, ErrUnsafePath)
-	case st.Nlink > 1 && flag&(os.O_WRONLY|os.O_RDWR) != 0:
+	case st.Nlink > 1 && !linked:
 		unix.Close(fd)
 		return nil, fmt.Errorf("%s has %d hard links: %w", path, st.Nlink, ErrUnsafePath)
 	}
