@@ -170,3 +170,78 @@ func TestReloadSwapsTheHTTPSinkKey(t *testing.T) {
 		t.Fatalf("a failed reload changed the key: %x", key())
 	}
 }
+
+// blockingSink holds every delivery until its context ends (a stop).
+type blockingSink struct{ started chan string }
+
+func (s *blockingSink) Name() string { return "exec" }
+
+func (s *blockingSink) Deliver(ctx context.Context, e sink.Export, _ sink.Progress) sink.Result {
+	s.started <- e.BatchID
+	<-ctx.Done()
+	return sink.Result{Outcome: sink.Retry, Kind: "shutdown", Reason: ctx.Err().Error()}
+}
+
+// A stop during a delivery leaves it pending; the next start delivers it.
+func TestARestartResumesAnInterruptedDelivery(t *testing.T) {
+	dir := t.TempDir()
+	cfg, ln, sim := testConfig(t, dir)
+	cfg.Sinks, cfg.ExecSinkCommand = "file,exec", `["/bin/true"]`
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	blocked := &blockingSink{started: make(chan string, 1)}
+	d := New(cfg, zerolog.Nop())
+	d.makeSinks = func(config.Config, func() []byte) (map[string]sink.Sink, error) {
+		return map[string]sink.Sink{"exec": blocked}, nil
+	}
+	if err := d.Start(ln); err != nil {
+		t.Fatal(err)
+	}
+	id, err := sim.Submit(lookupsim.SampleCPFs(5, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-blocked.started:
+		if got != id {
+			t.Fatalf("delivering %s, want %s", got, id)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the delivery did not start")
+	}
+	if err := d.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	rec := &recordingSink{name: "exec", got: map[string]string{}}
+	cfg.ListenAddr = "127.0.0.1:0"
+	d2 := New(cfg, zerolog.Nop())
+	d2.makeSinks = func(config.Config, func() []byte) (map[string]sink.Sink, error) {
+		return map[string]sink.Sink{"exec": rec}, nil
+	}
+	if err := d2.Start(nil); err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Stop(context.Background())
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		ds, err := d2.store.Deliveries(id)
+		if err == nil && len(ds) == 1 && ds[0].State == store.DeliveryDelivered {
+			if ds[0].Attempts != 1 {
+				t.Fatalf("the interrupted attempt counted: %+v", ds[0])
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not delivered after the restart: %+v %v", ds, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if items, ok := rec.items(id); !ok || strings.Count(items, "\n") != 5 {
+		t.Fatalf("the sink read %q", items)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.ExportDir, id)); err != nil {
+		t.Fatalf("with file configured the export stays: %v", err)
+	}
+}

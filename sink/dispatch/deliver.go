@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -73,6 +74,11 @@ func (d *Dispatcher) process(ctx context.Context, name string, s sink.Sink, del 
 // export may be sent twice, which message ids let a receiver absorb), or
 // already queued again by an operator (ErrState: the new generation goes).
 func (d *Dispatcher) recordFailed(log zerolog.Logger, err error) {
+	if errors.Is(err, store.ErrState) {
+		log.Info().Str("event", "sink_superseded").Err(err).
+			Msg("the delivery was queued again during this attempt; the new one is delivered instead")
+		return
+	}
 	log.Error().Str("event", "sink_record_failed").Err(err).Msg("could not record the delivery's outcome")
 }
 

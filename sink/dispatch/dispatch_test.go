@@ -402,3 +402,27 @@ func TestASlowSinkDoesNotHoldBackAnother(t *testing.T) {
 		}
 	}
 }
+
+// A redeliver during an attempt makes that attempt's outcome stale: the
+// new generation is delivered, the old answer is not recorded over it.
+func TestARedeliverDuringAnAttemptSupersedesIt(t *testing.T) {
+	e := newEnv(t, "http")
+	e.export(t, "b1")
+	h := &testSink{name: "http", block: make(chan struct{}), started: make(chan string, 2), answers: []sink.Result{{Outcome: sink.Failed, Kind: "status", Reason: "HTTP 410"}}}
+	d := e.dispatcher(t, true, nil, h)
+	done := make(chan bool, 1)
+	go func() { done <- runOnce(t, d, "http") }()
+	<-h.started
+	if _, err := e.st.Redeliver("b1", "http", e.now); err != nil {
+		t.Fatal(err)
+	}
+	close(h.block)
+	<-done
+	got := delivery(t, e.st, "b1", "http")
+	if got.State != store.DeliveryPending || got.Generation != 2 || got.Attempts != 0 {
+		t.Fatalf("a stale Failed was recorded over the redeliver: %+v", got)
+	}
+	if !strings.Contains(e.logs.String(), `"event":"sink_superseded"`) {
+		t.Fatalf("no sink_superseded line: %s", e.logs)
+	}
+}
