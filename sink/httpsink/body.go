@@ -24,17 +24,19 @@ var (
 // exactly as stored (only its "\n" removed, never a "\r"), so the items of
 // a part are byte-equal to the export on every attempt.
 type items struct {
-	sc *bufio.Scanner
+	sc  *bufio.Scanner
+	max int
 }
 
 func newItems(r io.Reader, maxItemBytes int) *items {
 	sc := bufio.NewScanner(r)
 	// The buffer grows only as large as the longest item; the cap is one
 	// byte over the limit so that an item of exactly the limit still fits
-	// with its newline.
-	sc.Buffer(make([]byte, 0, 64<<10), maxItemBytes+1)
+	// with its newline. The first buffer must not be larger than the cap:
+	// the Scanner's limit is the larger of the two.
+	sc.Buffer(make([]byte, 0, min(64<<10, maxItemBytes+1)), maxItemBytes+1)
 	sc.Split(splitLines)
-	return &items{sc: sc}
+	return &items{sc: sc, max: maxItemBytes}
 }
 
 // splitLines is bufio.ScanLines without its removal of a trailing "\r".
@@ -52,6 +54,9 @@ func splitLines(data []byte, atEOF bool) (int, []byte, error) {
 // is valid until the next call.
 func (it *items) next() ([]byte, error) {
 	if it.sc.Scan() {
+		if len(it.sc.Bytes()) > it.max { // a last line without its newline
+			return nil, errTooLong
+		}
 		return it.sc.Bytes(), nil
 	}
 	if err := it.sc.Err(); err != nil {
