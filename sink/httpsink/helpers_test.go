@@ -51,12 +51,18 @@ type receiver struct {
 // 0-based number of the request.
 func newReceiver(t *testing.T, answer func(n int, id string, w http.ResponseWriter, r *http.Request)) *receiver {
 	t.Helper()
-	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(testSecret, "whsec_"))
+	return startReceiver(t, testSecret, httptest.NewServer, answer)
+}
+
+// startReceiver is newReceiver with another secret or a TLS server.
+func startReceiver(t *testing.T, secret string, start func(http.Handler) *httptest.Server, answer func(n int, id string, w http.ResponseWriter, r *http.Request)) *receiver {
+	t.Helper()
+	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	rc := &receiver{t: t, key: key, answer: answer}
-	rc.srv = httptest.NewServer(http.HandlerFunc(rc.serve))
+	rc.srv = start(http.HandlerFunc(rc.serve))
 	t.Cleanup(func() {
 		rc.srv.Close()
 		rc.mu.Lock()
