@@ -115,7 +115,9 @@ func TestTimeoutKillsTheWholeGroup(t *testing.T) {
 		t.Errorf("Deliver took %s with a %s timeout", took, timeout)
 	}
 	// Both ignored SIGTERM; SIGKILL to the group takes them anyway.
-	requireGone(t, "leader", readPID(t, filepath.Join(out, "leader.pid")))
+	leader := readPID(t, filepath.Join(out, "leader.pid"))
+	killIfFailed(t, -leader)
+	requireGone(t, "leader", leader)
 	requireGone(t, "grandchild", readPID(t, filepath.Join(out, "grandchild.pid")))
 }
 
@@ -128,6 +130,7 @@ func TestCancelKillsTheGroupAndRetries(t *testing.T) {
 	go func() { res <- s.Deliver(ctx, export(t), nil) }()
 	grandchild := readPID(t, filepath.Join(out, "grandchild.pid"))
 	leader := readPID(t, filepath.Join(out, "leader.pid"))
+	killIfFailed(t, -leader)
 	cancel()
 	select {
 	case got := <-res:
@@ -167,7 +170,9 @@ func TestStragglerIsKilledAndDoesNotHoldTheOutput(t *testing.T) {
 	if took := time.Since(start); took >= pipeGrace {
 		t.Errorf("Deliver took %s: it waited for the straggler's pipe", took)
 	}
-	requireGone(t, "straggler", readPID(t, filepath.Join(out, "straggler.pid")))
+	straggler := readPID(t, filepath.Join(out, "straggler.pid"))
+	killIfFailed(t, straggler)
+	requireGone(t, "straggler", straggler)
 	if !strings.Contains(logs.String(), "left one behind") {
 		t.Errorf("output not logged: %s", logs.String())
 	}

@@ -98,6 +98,17 @@ func requireGone(t *testing.T, what string, pid int) {
 	}
 }
 
+// killIfFailed kills pid (a process group when negative, as for kill(2))
+// when the test failed, so a broken sink does not leave the test's
+// sleepers running for minutes.
+func killIfFailed(t *testing.T, pid int) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+}
+
 // logLines parses zerolog's JSON lines.
 func logLines(t *testing.T, b []byte) []map[string]any {
 	t.Helper()

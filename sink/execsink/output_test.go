@@ -31,12 +31,12 @@ func TestHugeOutputIsCappedAndDrained(t *testing.T) {
 	}
 	lines := logLines(t, logs.Bytes())
 	if len(lines) != 1 {
-		t.Fatalf("want one log line, got %d: %s", len(lines), logs.String())
+		t.Fatalf("want one log line, got %d: %.500s", len(lines), logs.String())
 	}
 	l := lines[0]
 	if l["event"] != "sink_exec_output" || l["sink"] != "exec" || l["batch_id"] != e.BatchID ||
 		l["truncated"] != true || l["level"] != "info" {
-		t.Errorf("log line = %v", l)
+		t.Errorf("log line = %.500v", l)
 	}
 	if n, _ := l["output_bytes"].(float64); n != float64(104857600+len("first line on stderr\n")) {
 		t.Errorf("output_bytes = %v", l["output_bytes"])
