@@ -105,12 +105,12 @@ func TestKilledBySignalIsFailed(t *testing.T) {
 
 func TestTimeoutKillsTheWholeGroup(t *testing.T) {
 	out := t.TempDir()
-	const timeout = time.Second
+	const timeout = 2 * time.Second
 	s := newSink(t, Options{Command: []string{script(t, "hang.sh"), out}, Timeout: timeout})
 	start := time.Now()
 	got := s.Deliver(context.Background(), export(t), nil)
 	took := time.Since(start)
-	wantResult(t, got, sink.Retry, "timeout", "no exit within 1s; process group killed")
+	wantResult(t, got, sink.Retry, "timeout", "no exit within 2s; process group killed")
 	if took < timeout || took > timeout+10*time.Second {
 		t.Errorf("Deliver took %s with a %s timeout", took, timeout)
 	}
