@@ -78,7 +78,8 @@ type Daemon struct {
 
 // New returns a daemon for cfg; Start runs it.
 func New(cfg config.Config, log zerolog.Logger) *Daemon {
-	d := &Daemon{cfg: cfg, log: log, fatal: make(chan error, 1), makeSinks: buildSinks}
+	d := &Daemon{cfg: cfg, log: log, fatal: make(chan error, 1)}
+	d.makeSinks = func(c config.Config, key func() []byte) (map[string]sink.Sink, error) { return buildSinks(c, key, log) }
 	d.secret.Store(&cfg.SigningSecret)
 	d.apiKey.Store(&cfg.APIKey)
 	d.adminToken.Store(&cfg.AdminToken)
