@@ -54,7 +54,10 @@ func TestWHVerifyMatchesOpenSSLVectors(t *testing.T) {
 			"body":      func() error { _, err := whVerify(r.key, h(id, tsText, sig), tampered, now, whTolerance); return err },
 			"id":        func() error { _, err := whVerify(r.key, h(id+"x", tsText, sig), body, now, whTolerance); return err },
 			"timestamp": func() error { _, err := whVerify(r.key, h(id, tsText+"0", sig), body, now, whTolerance); return err },
-			"version":   func() error { _, err := whVerify(r.key, h(id, tsText, "v2"+sig[2:]), body, now, whTolerance); return err },
+			"version": func() error {
+				_, err := whVerify(r.key, h(id, tsText, "v2"+sig[2:]), body, now, whTolerance)
+				return err
+			},
 			"stale": func() error {
 				_, err := whVerify(r.key, h(id, tsText, sig), body, now.Add(whTolerance), whTolerance)
 				return err
