@@ -270,6 +270,10 @@ func (d *Daemon) ExportDir() string { return d.sink.Root() }
 // Batch returns the record of a batch.
 func (d *Daemon) Batch(id string) (*store.Batch, error) { return d.store.Get(id) }
 
+// Deliveries returns the batch's deliveries to the sinks (the demo waits
+// on them as the admin API shows them).
+func (d *Daemon) Deliveries(id string) ([]store.Delivery, error) { return d.store.Deliveries(id) }
+
 // Stop stops taking webhooks (waiting for in-flight requests up to
 // ShutdownTimeout or ctx), stops the workers (each puts its batch back at
 // its last checkpoint) and closes the database. Calling it again returns
