@@ -35,6 +35,11 @@ type Store interface {
 	ListQuarantined(limit int, cursor string) ([]store.Quarantined, string, error)
 	GetQuarantined(id string) (*store.Quarantined, error)
 	ChunksIn(state store.ChunkState, limit int) ([]store.Chunk, error)
+	// Deliveries, Redeliver and ListDeliveries are the sinks' outboxes
+	// (Redeliver: ErrNotFound, or ErrState with the reason).
+	Deliveries(batchID string) ([]store.Delivery, error)
+	Redeliver(batchID, sink string, now time.Time) (*store.Delivery, error)
+	ListDeliveries(state store.DeliveryState, sink string, limit int, cursor string) ([]store.Delivery, string, error)
 }
 
 var _ Store = (*store.Store)(nil)
@@ -96,6 +101,8 @@ func New(o Options) (*Server, error) {
 	g.GET("/admin/batches", s.listBatches)
 	g.GET("/admin/batches/:id", s.showBatch)
 	g.POST("/admin/batches/:id/refetch", s.refetch)
+	g.POST("/admin/batches/:id/redeliver", s.redeliver)
+	g.GET("/admin/deliveries", s.listDeliveries)
 	g.GET("/admin/quarantine", s.listQuarantine)
 	g.GET("/admin/quarantine/:id", s.showQuarantine)
 	g.POST("/admin/batches/:id/track", s.track)

@@ -42,6 +42,12 @@ type BatchView struct {
 	SubmittedAt    *time.Time `json:"submitted_at,omitempty"`
 	PollAttempts   int        `json:"poll_attempts,omitempty"`
 	NextPollAt     *time.Time `json:"next_poll_at,omitempty"`
+	// Refetches is the version of the export in place; ExportRemoved says
+	// it was removed once every sink had it (file not configured).
+	Refetches     int  `json:"refetches,omitempty"`
+	ExportRemoved bool `json:"export_removed,omitempty"`
+	// Deliveries are the batch's deliveries to the sinks (show only).
+	Deliveries []DeliveryView `json:"deliveries,omitempty"`
 }
 
 func viewOf(b *store.Batch) BatchView {
@@ -63,6 +69,7 @@ func viewOf(b *store.Batch) BatchView {
 		v.FinishedAt = &t
 	}
 	v.SubmissionID, v.CPFCount, v.PollAttempts = b.SubmissionID, b.CPFCount, b.PollAttempts
+	v.Refetches, v.ExportRemoved = b.Refetches, b.ExportRemoved
 	if !b.SubmittedAt.IsZero() {
 		t := b.SubmittedAt
 		v.SubmittedAt = &t
@@ -114,7 +121,13 @@ func (s *Server) showBatch(c echo.Context) error {
 	if err != nil {
 		return storeError(c, err)
 	}
-	return c.JSON(http.StatusOK, viewOf(b))
+	ds, err := s.o.Store.Deliveries(b.ID)
+	if err != nil {
+		return storeError(c, err)
+	}
+	v := viewOf(b)
+	v.Deliveries = deliveryViews(ds)
+	return c.JSON(http.StatusOK, v)
 }
 
 func (s *Server) refetch(c echo.Context) error {

@@ -94,6 +94,22 @@ type Config struct {
 	// a size such as 256MiB; "0" or "off" leaves the runtime's default
 	// (which honours GOMEMLIMIT). Read it with MemoryLimitBytes.
 	MemoryLimit string `split_words:"true" default:"256MiB"`
+
+	// Downstream delivery (issue 11, sinks.go). Sinks is a comma list of
+	// file, http, exec (kafka and nats are named but not built yet).
+	Sinks       string `split_words:"true" default:"file"`
+	SinkWorkers int    `split_words:"true" default:"2"`
+	// The http sink: Standard Webhooks POSTs to HTTPSinkURL, signed with
+	// the key of HTTPSinkSecret (whsec_<base64>; DecodeSinkSecret).
+	HTTPSinkURL        string        `split_words:"true"`
+	HTTPSinkSecret     Secret        `split_words:"true" ignored:"true"`
+	HTTPSinkSecretFile string        `split_words:"true"`
+	HTTPSinkMaxItems   int           `split_words:"true" default:"1000"`
+	HTTPSinkTimeout    time.Duration `split_words:"true" default:"30s"`
+	// The exec sink: ExecSinkCommand is a JSON array (ExecSinkArgv).
+	ExecSinkCommand   string        `split_words:"true"`
+	ExecSinkTimeout   time.Duration `split_words:"true" default:"5m"`
+	ExecSinkLogOutput bool          `split_words:"true"`
 }
 
 // Load reads the environment, applies defaults, reads secret files,
@@ -116,6 +132,9 @@ func Load() (*Config, error) {
 		return nil, err
 	}
 	if c.AdminToken, err = loadSecret("ADMIN_TOKEN", c.AdminTokenFile, &c.Warnings); err != nil {
+		return nil, err
+	}
+	if c.HTTPSinkSecret, err = loadSecret("HTTP_SINK_SECRET", c.HTTPSinkSecretFile, &c.Warnings); err != nil {
 		return nil, err
 	}
 	if _, set := os.LookupEnv(Var("ADMIN_TOKEN")); set && len(c.AdminToken) == 0 {
@@ -199,7 +218,7 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%s: %s", Var(ch.name), ch.want)
 		}
 	}
-	return nil
+	return c.validateSinks()
 }
 
 // ResubmitValueList splits RESUBMIT_VALUES, dropping blanks.
@@ -288,7 +307,7 @@ func Variables() []string {
 	var buf strings.Builder
 	_ = envconfig.Usagef(Prefix, &Config{}, &buf, "{{range .}}{{usage_key .}}\n{{end}}")
 	names := strings.Fields(buf.String())
-	for _, s := range []string{"SIGNING_SECRET", "API_KEY", "ADMIN_TOKEN"} {
+	for _, s := range []string{"SIGNING_SECRET", "API_KEY", "ADMIN_TOKEN", "HTTP_SINK_SECRET"} {
 		names = append(names, Var(s))
 	}
 	return names

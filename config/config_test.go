@@ -35,6 +35,8 @@ var shortNames = []string{
 	"MAX_SUBMISSION_BYTES", "RESUBMIT_FIELD", "RESUBMIT_VALUES", "ITEM_CPF_FIELD",
 	"REPAIR_PERMISSIONS",
 	"MAX_CONNECTIONS", "MEMORY_LIMIT",
+	"SINKS", "SINK_WORKERS", "HTTP_SINK_URL", "HTTP_SINK_SECRET", "HTTP_SINK_SECRET_FILE", "HTTP_SINK_MAX_ITEMS",
+	"HTTP_SINK_TIMEOUT", "EXEC_SINK_COMMAND", "EXEC_SINK_TIMEOUT", "EXEC_SINK_LOG_OUTPUT",
 }
 
 // cleanEnv unsets every BATCHHOOK_ variable and every unprefixed name we
@@ -195,6 +197,9 @@ func TestLoadIgnoresUnprefixedVariables(t *testing.T) {
 		"MAX_SUBMISSION_BYTES": "1", "RESUBMIT_FIELD": "unprefixed", "RESUBMIT_VALUES": ",", "ITEM_CPF_FIELD": "unprefixed",
 		"REPAIR_PERMISSIONS": "true",
 		"MAX_CONNECTIONS":    "0", "MEMORY_LIMIT": "lots",
+		"SINKS": "s3", "SINK_WORKERS": "0", "HTTP_SINK_URL": "ftp://x", "HTTP_SINK_SECRET": "plain",
+		"HTTP_SINK_SECRET_FILE": "/nonexistent/hook", "HTTP_SINK_MAX_ITEMS": "0", "HTTP_SINK_TIMEOUT": "0s",
+		"EXEC_SINK_COMMAND": "not json", "EXEC_SINK_TIMEOUT": "0s", "EXEC_SINK_LOG_OUTPUT": "true",
 	}
 	if len(bogus) != len(shortNames) {
 		t.Fatalf("bogus covers %d names, want %d", len(bogus), len(shortNames))
@@ -262,6 +267,8 @@ func TestLoadDefaults(t *testing.T) {
 		LogLevel:       "info",
 		LogFormat:      "json",
 		MaxConnections: 10000, MemoryLimit: "256MiB",
+		Sinks: "file", SinkWorkers: 2, HTTPSinkMaxItems: 1000, HTTPSinkTimeout: 30 * time.Second,
+		ExecSinkTimeout: 5 * time.Minute,
 	}
 	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", *c, want)

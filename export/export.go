@@ -162,43 +162,49 @@ const maxManifestBytes = 1 << 20
 // os.ErrNotExist; a file in the directory's place is not an export
 // (ok=false, nil); a link is ErrUnsafePath.
 func verifyAt(parent *os.File, name, id string) (Manifest, bool, error) {
+	m, _, ok, err := readAt(parent, name, id)
+	return m, ok, err
+}
+
+// readAt is verifyAt that also returns the manifest's bytes as published.
+func readAt(parent *os.File, name, id string) (Manifest, []byte, bool, error) {
 	var m Manifest
 	dir, _, err := openDirAt(parent, name, false)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		if st, ok, serr := lstatAt(parent, name); serr == nil && ok && !isLink(st) {
-			return m, false, nil // a file or another entry: not an export
+			return m, nil, false, nil // a file or another entry: not an export
 		}
-		return m, false, err
+		return m, nil, false, err
 	}
 	if err != nil {
-		return m, false, err
+		return m, nil, false, err
 	}
 	defer dir.Close()
 	mf, err := openReadAt(dir, ManifestFile)
 	if err != nil {
-		return m, false, err
+		return m, nil, false, err
 	}
 	data, err := io.ReadAll(io.LimitReader(mf, maxManifestBytes))
 	mf.Close()
 	if err != nil {
-		return m, false, fmt.Errorf("read manifest: %w", err)
+		return m, nil, false, fmt.Errorf("read manifest: %w", err)
 	}
 	if err := json.Unmarshal(data, &m); err != nil || m.BatchID != id {
-		return m, false, nil
+		return m, nil, false, nil
 	}
 	rf, err := openReadAt(dir, ResultsFile)
 	if errors.Is(err, os.ErrNotExist) {
-		return m, false, nil
+		return m, nil, false, nil
 	}
 	if err != nil {
-		return m, false, err
+		return m, nil, false, err
 	}
 	defer rf.Close()
 	sum, lines, err := hashFile(rf)
 	if err != nil {
-		return m, false, err
+		return m, nil, false, err
 	}
-	return m, sum == m.SHA256 && lines == m.Items, nil
+	return m, data, sum == m.SHA256 && lines == m.Items, nil
 }
 
 func hashFile(f *os.File) (string, int64, error) {

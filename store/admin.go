@@ -25,6 +25,11 @@ func (s *Store) Refetch(id string, retention time.Duration, now time.Time) (*Bat
 		if !b.State.Final() {
 			return fmt.Errorf("batch %s is %s: %w", id, b.State, ErrState)
 		}
+		if tx.Bucket(bucketExportRemovals).Get([]byte(id)) != nil {
+			// The dispatcher removes the old directory next: a new export
+			// published before that would be removed with it.
+			return fmt.Errorf("batch %s: its export is being removed; try again in a moment: %w", id, ErrState)
+		}
 		if start := b.RetentionStart(); now.Sub(start) > retention {
 			return fmt.Errorf("batch %s: the provider no longer keeps its results (retention %s from %s ended %s): %w",
 				id, retention, start.UTC().Format(time.RFC3339), start.Add(retention).UTC().Format(time.RFC3339), ErrState)

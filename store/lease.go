@@ -142,6 +142,12 @@ func (s *Store) Restart(id string, at time.Time, kind, reason string, now time.T
 
 // Finish moves a leased batch to a final state: exported with its export
 // path, or abandoned with the reason.
+//
+// Exported with no reason records a new export: in the same transaction
+// one pending delivery is queued per configured sink (SetSinks), and a
+// refetch's export counts as the next version. Exported with a reason is a
+// refetch that could not complete and kept the previous export: nothing is
+// queued (its deliveries stand as they are).
 func (s *Store) Finish(id string, state State, exportPath, reason string, now time.Time) error {
 	if !state.Final() {
 		return fmt.Errorf("finish batch %s as %s: %w", id, state, ErrState)
@@ -150,12 +156,20 @@ func (s *Store) Finish(id string, state State, exportPath, reason string, now ti
 		if err := setState(tx, b, state); err != nil {
 			return err
 		}
+		newExport := state == StateExported && reason == ""
+		if newExport && b.Refetch {
+			b.Refetches++
+		}
 		b.Refetch = false
 		b.ExportPath = exportPath
 		if reason != "" {
 			b.LastError = reason
 		}
 		b.UpdatedAt, b.FinishedAt = now, now
+		if newExport {
+			b.ExportRemoved = false
+			return s.queueExport(tx, b, now)
+		}
 		return nil
 	})
 	if err != nil {

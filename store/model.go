@@ -123,10 +123,17 @@ type Batch struct {
 	Refetch bool `json:"refetch,omitempty"`
 	// RefetchAt is when the refetch was asked for: an export dated after it
 	// is the refetch's own (a crash came between publishing and recording).
-	RefetchAt  time.Time `json:"refetch_at,omitzero"`
-	CreatedAt  time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
-	FinishedAt time.Time `json:"finished_at,omitzero"`
+	RefetchAt time.Time `json:"refetch_at,omitzero"`
+	// Refetches counts the refetches whose new export replaced the
+	// previous one: the version of the export in place (sink.Export).
+	Refetches int `json:"refetches,omitempty"`
+	// ExportRemoved says the export directory was (or is being) removed
+	// after every configured sink delivered it, because file is not in
+	// BATCHHOOK_SINKS; a redeliver then needs a refetch first.
+	ExportRemoved bool      `json:"export_removed,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
+	FinishedAt    time.Time `json:"finished_at,omitzero"`
 
 	// Submission: set for a batch batchhook submitted (or tracks).
 	SubmissionID string `json:"submission_id,omitempty"`

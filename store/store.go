@@ -46,6 +46,11 @@ type Store struct {
 	writerDone chan struct{}
 	closeOnce  sync.Once
 	closeErr   error
+
+	// The configured non-file sinks and their wakeups (delivery.go).
+	sinkMu   sync.Mutex
+	sinks    []string
+	sinkWake map[string]chan struct{}
 }
 
 // Open opens (creating if needed) the database in dir, with mode 0600 and
@@ -73,7 +78,8 @@ func open(dir string, lockTimeout time.Duration, openFile func(string, int, os.F
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, name := range [][]byte{bucketBatches, bucketDue, bucketQuarantine, bucketEvents, bucketCreated, bucketPending, bucketCounts,
-			bucketSubmissions, bucketChunks, bucketChunkQueue, bucketChunkCounts, bucketSent, bucketPolls, bucketAwaiting} {
+			bucketSubmissions, bucketChunks, bucketChunkQueue, bucketChunkCounts, bucketSent, bucketPolls, bucketAwaiting,
+			bucketDeliveries, bucketDeliveryDue, bucketDeliveryQueued, bucketDeliveryState, bucketDeliveryCounts, bucketExportRemovals} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}

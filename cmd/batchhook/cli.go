@@ -103,32 +103,35 @@ func printJSON(w io.Writer, raw []byte) error {
 }
 
 type batchRow struct {
-	ID            string     `json:"id"`
-	State         string     `json:"state"`
-	Status        string     `json:"status"`
-	Source        string     `json:"source"`
-	Pages         int64      `json:"pages"`
-	Items         int64      `json:"items"`
-	ReceivedAt    time.Time  `json:"received_at"`
-	FetchAttempts int        `json:"fetch_attempts"`
-	NextAttemptAt *time.Time `json:"next_attempt_at"`
-	LastError     string     `json:"last_error"`
-	ErrorKind     string     `json:"error_kind"`
-	ExportPath    string     `json:"export_path"`
-	Attempt       int        `json:"delivery_attempt"`
-	Flags         []string   `json:"flags"`
-	Refetch       bool       `json:"refetch"`
-	SubmissionID  string     `json:"submission_id"`
-	CPFCount      int        `json:"cpf_count"`
-	SubmittedAt   *time.Time `json:"submitted_at"`
-	PollAttempts  int        `json:"poll_attempts"`
-	NextPollAt    *time.Time `json:"next_poll_at"`
+	ID            string        `json:"id"`
+	State         string        `json:"state"`
+	Status        string        `json:"status"`
+	Source        string        `json:"source"`
+	Pages         int64         `json:"pages"`
+	Items         int64         `json:"items"`
+	ReceivedAt    time.Time     `json:"received_at"`
+	FetchAttempts int           `json:"fetch_attempts"`
+	NextAttemptAt *time.Time    `json:"next_attempt_at"`
+	LastError     string        `json:"last_error"`
+	ErrorKind     string        `json:"error_kind"`
+	ExportPath    string        `json:"export_path"`
+	Attempt       int           `json:"delivery_attempt"`
+	Flags         []string      `json:"flags"`
+	Refetch       bool          `json:"refetch"`
+	SubmissionID  string        `json:"submission_id"`
+	CPFCount      int           `json:"cpf_count"`
+	SubmittedAt   *time.Time    `json:"submitted_at"`
+	PollAttempts  int           `json:"poll_attempts"`
+	NextPollAt    *time.Time    `json:"next_poll_at"`
+	ExportRemoved bool          `json:"export_removed"`
+	Deliveries    []deliveryRow `json:"deliveries"`
 }
 
 const batchesUsage = `Usage:
   batchhook batches list [--state S] [--limit N] [--cursor C] [--json] [--admin URL]
   batchhook batches show ID [--json] [--admin URL]
   batchhook batches refetch ID [--json] [--admin URL]
+  batchhook batches redeliver ID --sink NAME [--json] [--admin URL]
 
 Talks to the running daemon's admin API. Environment: BATCHHOOK_ADMIN_URL
 (default http://127.0.0.1:9090), BATCHHOOK_ADMIN_TOKEN or
@@ -152,6 +155,7 @@ func batches(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	state := fs.String("state", "", "only batches in this state (submitted, tracked, queued, fetching, exported, abandoned)")
 	limit := fs.Int("limit", 50, "batches per page (1 to 1000)")
 	cursor := fs.String("cursor", "", "next_cursor of a previous page")
+	sinkName := fs.String("sink", "", "redeliver: the sink to deliver to again (http, exec, …)")
 	pos, err := parseArgs(fs, args[1:])
 	if err != nil {
 		return 2
@@ -176,6 +180,8 @@ func batches(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		raw, err = c.do(ctx, http.MethodGet, "/admin/batches/"+url.PathEscape(pos[0]))
 	case sub == "refetch" && len(pos) == 1:
 		raw, err = c.do(ctx, http.MethodPost, "/admin/batches/"+url.PathEscape(pos[0])+"/refetch")
+	case sub == "redeliver" && len(pos) == 1 && *sinkName != "":
+		raw, err = c.do(ctx, http.MethodPost, "/admin/batches/"+url.PathEscape(pos[0])+"/redeliver?"+url.Values{"sink": {*sinkName}}.Encode())
 	default:
 		fmt.Fprintf(stderr, "batchhook batches: bad arguments\n%s", batchesUsage)
 		return 2
@@ -205,6 +211,14 @@ func batches(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if page.NextCursor != "" {
 			fmt.Fprintf(stdout, "more: --cursor %s\n", page.NextCursor)
 		}
+		return 0
+	}
+	if sub == "redeliver" {
+		var d deliveryRow
+		if err := json.Unmarshal(raw, &d); err != nil {
+			return exitOf(fmt.Errorf("decode reply: %w", err), stderr)
+		}
+		fmt.Fprintf(stdout, "batch %s queued for delivery to %s (version %d)\n", d.BatchID, d.Sink, d.Version)
 		return 0
 	}
 	var b batchRow
@@ -242,10 +256,17 @@ func batches(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			rows = append(rows, r)
 		}
 	}
+	if b.ExportRemoved {
+		rows = append(rows, [2]string{"export removed", "yes (every sink had it; refetch before a redeliver)"})
+	}
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])
 	}
 	tw.Flush()
+	if len(b.Deliveries) > 0 {
+		fmt.Fprintln(stdout)
+		printDeliveries(stdout, b.Deliveries, false)
+	}
 	return 0
 }
 
@@ -349,6 +370,9 @@ func explain(err error) error {
 		case http.StatusNotFound:
 			return fmt.Errorf("%w (no such batch or entry)", err)
 		case http.StatusConflict:
+			if strings.Contains(ae.reason, "sink") || strings.Contains(ae.reason, "redeliver") || strings.Contains(ae.reason, "export removed") {
+				return err // the reason says what to do
+			}
 			return fmt.Errorf("%w (wait until the batch is exported or abandoned)", err)
 		}
 	}

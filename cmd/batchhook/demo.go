@@ -21,7 +21,7 @@ import (
 	"github.com/batchhook/batchhook/store"
 )
 
-const demoUsage = `Usage: batchhook demo [-cpfs N] [-timeout D]
+const demoUsage = `Usage: batchhook demo [-cpfs N] [-timeout D] [--sink http]
 
 Runs the whole pipeline on loopback with embedded defaults: the provider
 simulator and the daemon on kernel-chosen ports, a fresh data directory
@@ -30,6 +30,13 @@ webhook received, its result pages fetched and exported. It checks the
 export against what the simulator served. Logs go to stderr; the last line
 on stdout is "export: <absolute path>". Exit 0 on success, 1 with the
 reason otherwise.
+
+With --sink http the daemon also delivers the export (BATCHHOOK_SINKS=file,http)
+to a Standard Webhooks receiver the demo runs on loopback, with a whsec_
+secret it generates, in parts of 100 items. The receiver verifies every
+signature with its own code, and the demo checks that the parts put back
+together are the export before it prints
+"delivered: <url> (N parts, M items, signatures verified)".
 `
 
 func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -37,7 +44,8 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, demoUsage); fs.PrintDefaults() }
 	n := fs.Int("cpfs", 250, "CPFs in the sample batch (1 to 1000)")
-	timeout := fs.Duration("timeout", 60*time.Second, "give up when the batch is not exported within this time")
+	timeout := fs.Duration("timeout", 60*time.Second, "give up when the batch is not exported (and delivered) within this time")
+	sinkName := fs.String("sink", "file", "file (the export only) or http (also deliver it to a verifying receiver on loopback)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -48,7 +56,11 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "batchhook demo: -cpfs must be between 1 and 1000")
 		return 2
 	}
-	path, err := runDemo(ctx, *n, *timeout, stdout, stderr)
+	if *sinkName != "file" && *sinkName != "http" {
+		fmt.Fprintln(stderr, "batchhook demo: --sink must be file or http")
+		return 2
+	}
+	path, err := runDemo(ctx, *n, *timeout, *sinkName == "http", stdout, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "batchhook demo: %v\n", err)
 		return 1
@@ -57,7 +69,8 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func runDemo(ctx context.Context, n int, timeout time.Duration, stdout, stderr io.Writer) (string, error) {
+func runDemo(ctx context.Context, n int, timeout time.Duration, withHTTP bool, stdout, stderr io.Writer) (string, error) {
+	start := time.Now()
 	dir, err := os.MkdirTemp("", "batchhook-demo-")
 	if err != nil {
 		return "", fmt.Errorf("create demo dir: %w", err)
@@ -94,6 +107,14 @@ func runDemo(ctx context.Context, n int, timeout time.Duration, stdout, stderr i
 	}
 	defer sim.Close(context.Background())
 	cfg.APIBaseURL = sim.URL()
+	var recv *demoReceiver
+	if withHTTP {
+		if recv, err = startDemoReceiver(&cfg); err != nil {
+			ln.Close()
+			return "", err
+		}
+		defer recv.close()
+	}
 	if err := cfg.Validate(); err != nil {
 		ln.Close()
 		return "", err
@@ -124,6 +145,11 @@ func runDemo(ctx context.Context, n int, timeout time.Duration, stdout, stderr i
 	}
 	fmt.Fprintf(stdout, "exported batch %s: status %s, %d items in %d pages, identical to what the provider served\n",
 		id, b.Notification.Status, b.Checkpoint.Items, b.Checkpoint.Pages)
+	if recv != nil {
+		if err := recv.waitAndCheck(ctx, d, id, b.ExportPath, timeout-time.Since(start), stdout); err != nil {
+			return "", err
+		}
+	}
 	return b.ExportPath, nil
 }
 

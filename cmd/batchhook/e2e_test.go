@@ -413,6 +413,8 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{[]string{"BATCHHOOK_SIGNING_SECRET=s", "BATCHHOOK_API_KEY=k"}, "BATCHHOOK_API_BASE_URL"},
 		{[]string{"BATCHHOOK_SIGNING_SECRET=s", "BATCHHOOK_API_KEY=k", "BATCHHOOK_API_BASE_URL=http://x", "BATCHHOOK_PAGE_LIMIT=many"}, "BATCHHOOK_PAGE_LIMIT"},
 		{[]string{"BATCHHOOK_SIGNING_SECRET=s", "BATCHHOOK_SIGNING_SECRET_FILE=/nonexistent", "BATCHHOOK_API_KEY=k", "BATCHHOOK_API_BASE_URL=http://x"}, "BATCHHOOK_SIGNING_SECRET"},
+		{[]string{"BATCHHOOK_SIGNING_SECRET=s", "BATCHHOOK_API_KEY=k", "BATCHHOOK_API_BASE_URL=http://x", "BATCHHOOK_SINKS=file,s3"}, "BATCHHOOK_SINKS"},
+		{[]string{"BATCHHOOK_SIGNING_SECRET=s", "BATCHHOOK_API_KEY=k", "BATCHHOOK_API_BASE_URL=http://x", "BATCHHOOK_SINKS=http"}, "BATCHHOOK_HTTP_SINK_URL"},
 	}
 	for _, c := range cases {
 		cmd := exec.Command(binary, "serve")
@@ -421,8 +423,8 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		cmd.Stderr = &stderr
 		err := cmd.Run()
 		ee, ok := err.(*exec.ExitError)
-		if !ok || ee.ExitCode() == 0 {
-			t.Fatalf("%v: exit %v, want non-zero", c.env, err)
+		if !ok || ee.ExitCode() != 2 {
+			t.Fatalf("%v: exit %v, want 2", c.env, err)
 		}
 		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
 		if len(lines) != 1 || !strings.Contains(lines[0], c.want) {

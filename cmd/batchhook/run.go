@@ -23,7 +23,8 @@ API and exports them as files.
 Usage:
   batchhook serve                 run the daemon (BATCHHOOK_* variables; README "Configuration")
   batchhook demo                  the whole pipeline on loopback against the simulator
-  batchhook batches list|show|refetch   inspect batches, refetch one (admin API)
+  batchhook batches list|show|refetch|redeliver   inspect batches, refetch or redeliver one (admin API)
+  batchhook deliveries list --state S   deliveries to the sinks by state (failed, pending, delivered)
   batchhook quarantine list|show  signed deliveries rejected by validation (admin API)
   batchhook submit FILE|-         submit a file of CPFs through the daemon, within the provider's limits
   batchhook submissions show|unknown   a submission's batches; chunks left submit_unknown
@@ -54,6 +55,8 @@ func run(ctx context.Context, args []string, e env) int {
 		return batches(ctx, args[1:], e.stdout, e.stderr)
 	case "quarantine":
 		return quarantine(ctx, args[1:], e.stdout, e.stderr)
+	case "deliveries":
+		return deliveriesCmd(ctx, args[1:], e.stdout, e.stderr)
 	case "submit":
 		return submitCmd(ctx, args[1:], e)
 	case "submissions":

@@ -120,3 +120,43 @@ func directlyImports(t *testing.T, p, lib string) bool {
 	}
 	return false
 }
+
+// The sinks (issue 11): sink is the vocabulary every side may import, so it
+// imports nothing of batchhook; the dispatcher drives sinks through that
+// vocabulary and never knows a sink implementation or the edges that feed
+// the store; a sink implementation knows the published export it is handed,
+// never the store or the pipeline upstream of it.
+func TestSinkImportRules(t *testing.T) {
+	deps := listPackages(t)
+	for _, p := range []string{"sink", "sink/dispatch"} {
+		if _, ok := deps[p]; !ok {
+			t.Fatalf("package %s not found by go list", p)
+		}
+	}
+	for _, d := range deps["sink"] {
+		if strings.HasPrefix(d, module) {
+			t.Errorf("sink depends on %s; it must import nothing of batchhook", d)
+		}
+	}
+	for _, b := range []string{"/receiver", "/fetcher", "/submit", "/admin", "/lookupsim"} {
+		if dependsOn(deps["sink/dispatch"], module+b) {
+			t.Errorf("sink/dispatch depends on %s", module+b)
+		}
+	}
+	impls := 0
+	for p, d := range deps {
+		if !strings.HasPrefix(p, "sink/") || p == "sink/dispatch" {
+			continue
+		}
+		impls++
+		if dependsOn(deps["sink/dispatch"], module+"/"+p) {
+			t.Errorf("sink/dispatch depends on the sink implementation %s", p)
+		}
+		for _, b := range []string{"/store", "/receiver", "/fetcher", "/submit", "/admin", "/sink/dispatch"} {
+			if dependsOn(d, module+b) {
+				t.Errorf("sink implementation %s depends on %s", p, module+b)
+			}
+		}
+	}
+	t.Logf("%d sink implementation package(s) checked", impls)
+}

@@ -22,6 +22,8 @@ import (
 	"github.com/batchhook/batchhook/fetcher"
 	"github.com/batchhook/batchhook/internal/metrics"
 	"github.com/batchhook/batchhook/receiver"
+	"github.com/batchhook/batchhook/sink"
+	"github.com/batchhook/batchhook/sink/dispatch"
 	"github.com/batchhook/batchhook/store"
 	"github.com/batchhook/batchhook/submit"
 )
@@ -41,7 +43,12 @@ type Daemon struct {
 	secret     atomic.Pointer[config.Secret]
 	apiKey     atomic.Pointer[config.Secret]
 	adminToken atomic.Pointer[config.Secret]
-	reloadMu   sync.Mutex
+	// httpSinkKey is the http sink's decoded HMAC key (whsec_ secret).
+	httpSinkKey atomic.Pointer[config.Secret]
+	reloadMu    sync.Mutex
+	// makeSinks builds the delivery sinks (buildSinks; tests put their
+	// own sink in).
+	makeSinks func(config.Config, func() []byte) (map[string]sink.Sink, error)
 
 	store     *store.Store
 	sink      *export.Dir
@@ -57,6 +64,10 @@ type Daemon struct {
 	// each sends its result on loopErr when it stops.
 	loops   int
 	loopErr chan error
+	// The dispatcher stops after the other loops (the fetcher's last
+	// Finish may queue deliveries) and before the store closes.
+	dispatchCancel context.CancelFunc
+	dispatchErr    chan error
 	// fatal carries the store's failure: the daemon can no longer serve
 	// and its process must exit for the supervisor to restart it.
 	fatal chan error
@@ -68,9 +79,12 @@ type Daemon struct {
 // New returns a daemon for cfg; Start runs it.
 func New(cfg config.Config, log zerolog.Logger) *Daemon {
 	d := &Daemon{cfg: cfg, log: log, fatal: make(chan error, 1)}
+	d.makeSinks = func(c config.Config, key func() []byte) (map[string]sink.Sink, error) { return buildSinks(c, key, log) }
 	d.secret.Store(&cfg.SigningSecret)
 	d.apiKey.Store(&cfg.APIKey)
 	d.adminToken.Store(&cfg.AdminToken)
+	key, _ := config.DecodeSinkSecret(cfg.HTTPSinkSecret) // checked by Validate when http is configured
+	d.httpSinkKey.Store(&key)
 	return d
 }
 
@@ -96,6 +110,8 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	if d.store, err = store.Open(cfg.DataDir, LockTimeout); err != nil {
 		return err
 	}
+	// Before any worker: Finish queues a delivery for each of these.
+	d.store.SetSinks(cfg.DeliverySinks())
 	if n, err := d.store.ReleaseLeases(time.Now()); err != nil {
 		return err
 	} else if n > 0 {
@@ -118,6 +134,11 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		return err
 	}
 	d.metrics = metrics.New(d.store, time.Now)
+	d.metrics.InitSinks(cfg.DeliverySinks())
+	disp, err := d.dispatcher()
+	if err != nil {
+		return err
+	}
 	client, err := fetcher.NewClient(fetcher.ClientOptions{
 		BaseURL: cfg.APIBaseURL, APIKey: func() []byte { return *d.apiKey.Load() }, Limit: cfg.PageLimit,
 		CursorParam: cfg.CursorParam, ResultsField: cfg.ResultsField, StatusField: cfg.StatusField,
@@ -186,11 +207,15 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	for _, run := range loops {
 		go func() { d.loopErr <- run(ctx) }()
 	}
+	dctx, dcancel := context.WithCancel(context.Background())
+	d.dispatchCancel, d.dispatchErr = dcancel, make(chan error, 1)
+	go func() { d.dispatchErr <- disp.Run(dctx) }()
 
 	d.log.Info().Str("component", "daemon").Str("event", "started").Str("listen_addr", d.addr.String()).
 		Str("admin_addr", d.adminAddr.String()).Bool("admin_token", len(cfg.AdminToken) > 0).
 		Str("webhook_path", cfg.WebhookPath).Str("data_dir", cfg.DataDir).Str("export_dir", d.sink.Root()).
 		Str("api_base_url", cfg.APIBaseURL).Int("fetch_workers", cfg.FetchWorkers).
+		Strs("sinks", cfg.SinkNames()).Int("sink_workers", cfg.SinkWorkers).
 		Str("signing_secret_fingerprint", cfg.SigningSecret.Fingerprint()).
 		Str("api_key_fingerprint", cfg.APIKey.Fingerprint()).Msg("batchhook is serving")
 	return nil
@@ -245,6 +270,10 @@ func (d *Daemon) ExportDir() string { return d.sink.Root() }
 // Batch returns the record of a batch.
 func (d *Daemon) Batch(id string) (*store.Batch, error) { return d.store.Get(id) }
 
+// Deliveries returns the batch's deliveries to the sinks (the demo waits
+// on them as the admin API shows them).
+func (d *Daemon) Deliveries(id string) ([]store.Delivery, error) { return d.store.Deliveries(id) }
+
 // Stop stops taking webhooks (waiting for in-flight requests up to
 // ShutdownTimeout or ctx), stops the workers (each puts its batch back at
 // its last checkpoint) and closes the database. Calling it again returns
@@ -264,6 +293,10 @@ func (d *Daemon) Stop(ctx context.Context) error {
 				errs = append(errs, <-d.loopErr)
 			}
 		}
+		if d.dispatchCancel != nil {
+			d.dispatchCancel()
+			errs = append(errs, <-d.dispatchErr)
+		}
 		if d.admin != nil && d.adminAddr != nil {
 			sctx, cancel := context.WithTimeout(ctx, ShutdownTimeout)
 			errs = append(errs, d.admin.Shutdown(sctx))
@@ -276,4 +309,18 @@ func (d *Daemon) Stop(ctx context.Context) error {
 		d.log.Info().Str("component", "daemon").Str("event", "stopped").Msg("batchhook stopped")
 	})
 	return d.stopErr
+}
+
+// dispatcher builds the sinks and the dispatcher that drives them.
+func (d *Daemon) dispatcher() (*dispatch.Dispatcher, error) {
+	cfg := d.cfg
+	sinks, err := d.makeSinks(cfg, func() []byte { return *d.httpSinkKey.Load() })
+	if err != nil {
+		return nil, err
+	}
+	return dispatch.New(dispatch.Options{
+		Outbox: d.store, Exports: d.sink, Sinks: sinks, Workers: cfg.SinkWorkers, KeepExports: cfg.KeepExports(),
+		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Observer: d.metrics,
+		Logger: d.log.With().Str("component", "dispatcher").Logger(),
+	})
 }

@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/batchhook/batchhook/config"
@@ -38,11 +39,15 @@ func (d *Daemon) Reload() error {
 		{"SIGNING_SECRET", d.cfg.SigningSecretFile, &d.secret},
 		{"API_KEY", d.cfg.APIKeyFile, &d.apiKey},
 		{"ADMIN_TOKEN", d.cfg.AdminTokenFile, &d.adminToken},
+		{"HTTP_SINK_SECRET", d.httpSinkSecretFile(), &d.httpSinkKey},
 	} {
 		if s.file == "" {
 			continue
 		}
 		next, mode, err := config.ReadSecretFileMode(s.file)
+		if err == nil && s.name == "HTTP_SINK_SECRET" {
+			next, err = config.DecodeSinkSecret(next) // the sink signs with the decoded key
+		}
 		if err != nil {
 			err = fmt.Errorf("%s: %w", config.Var(s.name+"_FILE"), err)
 			log.Error().Str("event", "secret_reload_failed").Err(err).Msg("reload failed; every old value is kept")
@@ -78,4 +83,13 @@ func (d *Daemon) Reload() error {
 		log.Info().Str("event", "auth_backoff_cleared").Int("batches", n).Msg("batches waiting on a rejected API key retry now")
 	}
 	return nil
+}
+
+// httpSinkSecretFile is BATCHHOOK_HTTP_SINK_SECRET_FILE when the http sink
+// is configured (only then was the secret checked at start).
+func (d *Daemon) httpSinkSecretFile() string {
+	if !slices.Contains(d.cfg.DeliverySinks(), "http") {
+		return ""
+	}
+	return d.cfg.HTTPSinkSecretFile
 }

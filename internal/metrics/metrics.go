@@ -23,6 +23,10 @@ type States interface {
 	ChunkCounts() (map[store.ChunkState]int, error)
 	// WriteErrors counts the store's writes that did not commit.
 	WriteErrors() uint64
+	// DeliveryCounts and OldestPendingDeliveries read the sinks' outboxes
+	// from their indexes (no scan).
+	DeliveryCounts() (map[string]map[store.DeliveryState]int, error)
+	OldestPendingDeliveries() (map[string]time.Time, error)
 }
 
 // Metrics holds batchhook's collectors in a registry of its own (no global
@@ -39,6 +43,8 @@ type Metrics struct {
 	submissions     *prometheus.CounterVec
 	reconciled      prometheus.Counter
 	logLinesDropped *prometheus.CounterVec
+	sinkDeliveries  *prometheus.CounterVec
+	collector       *stateCollector
 }
 
 // New registers every collector, the Go runtime and process collectors
@@ -87,11 +93,33 @@ func New(states States, now func() time.Time) *Metrics {
 			Name: "batchhook_log_lines_dropped_total",
 			Help: "Log lines a stranger caused (rejected or unreadable webhooks, admin requests without the token) that the sampler dropped, by event.",
 		}, []string{"event"}),
+		sinkDeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "batchhook_sink_deliveries_total",
+			Help: "Delivery attempts by sink and outcome (delivered, retry, failed).",
+		}, []string{"sink", "outcome"}),
+		collector: &stateCollector{states: states, now: now},
 	}
 	m.reg.MustRegister(m.webhookRequests, m.webhookAck, m.fetchPages, m.fetchErrors, m.exportItems,
-		m.batchesFinished, m.reloads, m.submissions, m.reconciled, m.logLinesDropped, &stateCollector{states: states, now: now},
+		m.batchesFinished, m.reloads, m.submissions, m.reconciled, m.logLinesDropped, m.sinkDeliveries, m.collector,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// InitSinks names the configured non-file sinks: each gets its
+// batchhook_sink_deliveries_total series at 0 and its pending gauges. Call
+// it once, before the handler serves.
+func (m *Metrics) InitSinks(names []string) {
+	for _, n := range names {
+		for _, o := range []string{"delivered", "retry", "failed"} {
+			m.sinkDeliveries.WithLabelValues(n, o)
+		}
+	}
+	m.collector.sinks = append([]string(nil), names...)
+}
+
+// SinkOutcome counts one delivery attempt's outcome.
+func (m *Metrics) SinkOutcome(sink, outcome string) {
+	m.sinkDeliveries.WithLabelValues(sink, outcome).Inc()
 }
 
 // Handler serves the registry in the Prometheus text format.
@@ -142,6 +170,7 @@ func (m *Metrics) SecretsReloaded(ok bool) {
 type stateCollector struct {
 	states States
 	now    func() time.Time
+	sinks  []string // set by InitSinks before serving
 }
 
 var (
@@ -152,6 +181,10 @@ var (
 		"Submission chunks by state; submit_unknown ones need an operator's decision.", []string{"state"}, nil)
 	oldestDesc = prometheus.NewDesc("batchhook_queue_oldest_seconds",
 		"Age of the oldest batch not yet exported or abandoned (0 when none).", nil, nil)
+	sinkPendingDesc = prometheus.NewDesc("batchhook_sink_pending",
+		"Deliveries waiting for (or being delivered to) each sink.", []string{"sink"}, nil)
+	sinkOldestDesc = prometheus.NewDesc("batchhook_sink_oldest_pending_seconds",
+		"Age of each sink's oldest pending delivery, from when it was queued (0 when none).", []string{"sink"}, nil)
 	writeErrorsDesc = prometheus.NewDesc("batchhook_store_write_errors_total",
 		"Store writes that did not commit (disk full, I/O error); readiness is false until a write commits again.", nil, nil)
 )
@@ -162,6 +195,8 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- inFlightDesc
 	ch <- chunksDesc
 	ch <- writeErrorsDesc
+	ch <- sinkPendingDesc
+	ch <- sinkOldestDesc
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -183,6 +218,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(chunksDesc, prometheus.GaugeValue, float64(chunks[s]), string(s))
 		}
 	}
+	c.collectSinks(ch)
 	oldest, ok, err := c.states.OldestPending()
 	switch {
 	case err != nil:
@@ -191,5 +227,33 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, c.now().Sub(oldest).Seconds())
 	default:
 		ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, 0)
+	}
+}
+
+// collectSinks reports each configured sink's pending count and oldest
+// pending age.
+func (c *stateCollector) collectSinks(ch chan<- prometheus.Metric) {
+	if len(c.sinks) == 0 {
+		return
+	}
+	counts, err := c.states.DeliveryCounts()
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(sinkPendingDesc, err)
+	} else {
+		for _, s := range c.sinks {
+			ch <- prometheus.MustNewConstMetric(sinkPendingDesc, prometheus.GaugeValue, float64(counts[s][store.DeliveryPending]), s)
+		}
+	}
+	oldest, err := c.states.OldestPendingDeliveries()
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(sinkOldestDesc, err)
+		return
+	}
+	for _, s := range c.sinks {
+		age := 0.0
+		if at, ok := oldest[s]; ok {
+			age = max(c.now().Sub(at).Seconds(), 0)
+		}
+		ch <- prometheus.MustNewConstMetric(sinkOldestDesc, prometheus.GaugeValue, age, s)
 	}
 }

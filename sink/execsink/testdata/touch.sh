@@ -1,0 +1,3 @@
+#!/bin/sh
+# touch.sh OUT EXPORT_DIR: proves that it ran.
+: > "$1/ran"
