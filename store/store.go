@@ -84,7 +84,8 @@ func open(dir string, lockTimeout time.Duration, openFile func(string, int, os.F
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
 		}
-		return nil
+		_, err := backfillAwaiting(tx)
+		return err
 	})
 	if err != nil {
 		db.Close()

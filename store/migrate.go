@@ -1,0 +1,46 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// awaitingBackfilled marks, inside the awaiting bucket, that the bucket was
+// completed once for databases written before it listed abandoned batches
+// (issue 10 item 6). A NUL byte can never start a batch id (CheckBatchID),
+// so Known never mistakes it for one.
+var awaitingBackfilled = []byte("\x00backfilled-abandoned")
+
+// backfillAwaiting adds to the awaiting index every batch abandoned before
+// any batch.completed was recorded, once per database: such a batch was
+// taken off the index by earlier versions, and a late genuine webhook for
+// it would be answered duplicate instead of queued. It decodes only the
+// records whose JSON says they are abandoned.
+func backfillAwaiting(tx *bolt.Tx) (int, error) {
+	aw := tx.Bucket(bucketAwaiting)
+	if aw.Get(awaitingBackfilled) != nil {
+		return 0, nil
+	}
+	n := 0
+	err := tx.Bucket(bucketBatches).ForEach(func(k, v []byte) error {
+		if !bytes.Contains(v, []byte(`"state":"abandoned"`)) {
+			return nil
+		}
+		var b Batch
+		if err := json.Unmarshal(v, &b); err != nil {
+			return fmt.Errorf("decode batch record %s: %w", k, err)
+		}
+		if !b.awaitingNotification() || aw.Get(k) != nil {
+			return nil
+		}
+		n++
+		return aw.Put(k, nil)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("backfill the awaiting index: %w", err)
+	}
+	return n, aw.Put(awaitingBackfilled, nil)
+}
