@@ -225,3 +225,16 @@ func (s *Store) Failed() <-chan struct{} { return s.db.failedCh }
 // WriteErrors counts the writes that did not commit since Open (failed
 // commits and refused writes), for batchhook_store_write_errors_total.
 func (s *Store) WriteErrors() uint64 { return s.db.writeErrors.Load() }
+
+// bypass is a type no caller can name: Batch and Begin below shadow
+// bbolt's methods of the same names with signatures nothing can call, so a
+// write that would bypass Update's commit tracking does not compile.
+type bypass struct{}
+
+// Batch is not available: use Update (DB.Batch would also retry its
+// function and commit outside the tracking).
+func (d *durableDB) Batch(bypass) {}
+
+// Begin is not available: a manual transaction would commit outside the
+// tracking. Use Update or View.
+func (d *durableDB) Begin(bypass) {}
