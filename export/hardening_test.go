@@ -426,3 +426,26 @@ func TestAHardLinkedPublishedExportStillReads(t *testing.T) {
 	}
 	r.Close()
 }
+
+// An aside copy is removed only when a COMPLETE export stands in its place:
+// with a damaged directory at the final name (whatever put it there), the
+// aside copy may be the only complete one, and Recover keeps it.
+func TestRecoverKeepsTheAsideCopyWhenThePublishedOneIsIncomplete(t *testing.T) {
+	d := newTestDir(t)
+	publish(t, d, "b-1", false, `{"id":"b-1"}`)
+	aside := filepath.Join(d.Root(), partialDir, asideName("b-1"))
+	copyExport(t, d.Path("b-1"), aside)
+	if err := os.WriteFile(filepath.Join(d.Path("b-1"), ResultsFile), []byte("{\"cut\":"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := d.Recover()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Removed) != 0 || strings.Join(r.Kept, ",") != asideName("b-1") {
+		t.Fatalf("Recover = %+v; want the aside copy kept", r)
+	}
+	if got := results(t, aside); got != `{"id":"b-1"}`+"\n" {
+		t.Fatalf("the aside copy holds %q", got)
+	}
+}

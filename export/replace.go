@@ -85,9 +85,11 @@ type Recovery struct {
 
 // Recover sweeps .partial at start for old exports left aside by a
 // replace that did not finish (RENAME_EXCHANGE unsupported, then a crash or
-// an error). When the batch's export is published, the aside copy is stale
-// personal data and is removed; when it is not, the aside copy is the only
-// complete export and is put back in place, never deleted.
+// an error). When the batch's export is published and complete, the aside
+// copy is stale personal data and is removed; when none is published, the
+// aside copy is the only complete export and is put back in place. Anything
+// else (an incomplete export in place) is kept for an operator: an aside
+// copy is never deleted unless a complete export stands in its place.
 func (d *Dir) Recover() (Recovery, error) {
 	var r Recovery
 	h, err := d.open()
@@ -109,8 +111,12 @@ func (d *Dir) Recover() (Recovery, error) {
 		if err != nil {
 			return r, err
 		}
+		live := false // the published export is complete: only then is the aside copy stale
+		if published && !isLink(st) {
+			_, live, _ = verifyAt(h.root, id, id)
+		}
 		switch _, complete, verr := verifyAt(h.partial, name, id); {
-		case published && !isLink(st):
+		case live:
 			if err := removeAt(h.partial, name); err != nil {
 				return r, fmt.Errorf("remove stale old export of %s: %w", id, err)
 			}
