@@ -307,7 +307,9 @@ func (s *Submitter) retryStore(ctx context.Context, log zerolog.Logger, move fun
 		if err == nil {
 			return nil
 		}
-		if errors.Is(err, store.ErrFailed) {
+		if errors.Is(err, store.ErrFailed) || errors.Is(err, store.ErrState) || errors.Is(err, store.ErrNotFound) {
+			// Retrying cannot help: the store failed closed, or the
+			// chunk is no longer sending (or gone).
 			return fmt.Errorf("record chunk outcome: %w", err)
 		}
 		delay := backoff.Delay(attempt, s.o.BackoffBase, s.o.BackoffMax, 0, s.o.Jitter())

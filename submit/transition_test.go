@@ -150,28 +150,33 @@ func TestMoveRetryEndsWithTheContext(t *testing.T) {
 }
 
 // TestAFailedStoreEndsTheRetry: a store that failed closed (ErrFailed)
-// never takes a write again and the daemon is exiting: the submitter stops
-// retrying at once instead of backing off against it.
+// never takes a write again and the daemon is exiting, and a chunk no
+// longer sending (ErrState) or gone (ErrNotFound) cannot be moved: the
+// submitter stops retrying at once instead of backing off for ever.
 func TestAFailedStoreEndsTheRetry(t *testing.T) {
-	st := openStore(t)
-	clock := &fakeClock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
-	queueChunks(t, st, 1, clock.Now())
-	q := &flakyMoves{Store: st, failures: 1 << 30, err: fmt.Errorf("requeue chunk: %w", store.ErrFailed)}
-	sender := &scriptedSender{clock: clock, st: st, script: []Result{{Outcome: OutcomeServerError, Reason: "x"}}}
-	sleeps := 0
-	s, err := NewSubmitter(SubmitterOptions{Queue: q, Sender: sender, Logger: zerolog.Nop(),
-		PerMinute: 10, MaxInFlight: 50, ReconcileAfter: time.Minute, BackoffBase: time.Second, BackoffMax: time.Minute,
-		Now: clock.Now, Jitter: func() float64 { return 0.5 },
-		Sleep: func(ctx context.Context, d time.Duration) bool {
-			sleeps++
-			clock.Advance(d)
-			return sleeps < 100 && ctx.Err() == nil
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = s.Step(context.Background())
-	if !errors.Is(err, store.ErrFailed) || q.calls != 1 || sleeps != 0 {
-		t.Fatalf("Step against a failed store: %v after %d calls and %d sleeps; want ErrFailed at once", err, q.calls, sleeps)
+	for _, sentinel := range []error{store.ErrFailed, store.ErrState, store.ErrNotFound} {
+		t.Run(sentinel.Error(), func(t *testing.T) {
+			st := openStore(t)
+			clock := &fakeClock{now: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+			queueChunks(t, st, 1, clock.Now())
+			q := &flakyMoves{Store: st, failures: 1 << 30, err: fmt.Errorf("requeue chunk: %w", sentinel)}
+			sender := &scriptedSender{clock: clock, st: st, script: []Result{{Outcome: OutcomeServerError, Reason: "x"}}}
+			sleeps := 0
+			s, err := NewSubmitter(SubmitterOptions{Queue: q, Sender: sender, Logger: zerolog.Nop(),
+				PerMinute: 10, MaxInFlight: 50, ReconcileAfter: time.Minute, BackoffBase: time.Second, BackoffMax: time.Minute,
+				Now: clock.Now, Jitter: func() float64 { return 0.5 },
+				Sleep: func(ctx context.Context, d time.Duration) bool {
+					sleeps++
+					clock.Advance(d)
+					return sleeps < 100 && ctx.Err() == nil
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = s.Step(context.Background())
+			if !errors.Is(err, sentinel) || q.calls != 1 || sleeps != 0 {
+				t.Fatalf("Step: %v after %d calls and %d sleeps; want %v at once", err, q.calls, sleeps, sentinel)
+			}
+		})
 	}
 }
