@@ -72,6 +72,8 @@ func TestSinkErrorsNameTheVariable(t *testing.T) {
 		{"http without url", with(http, "HTTP_SINK_URL", ""), "BATCHHOOK_HTTP_SINK_URL", ""},
 		{"http url ftp", with(http, "HTTP_SINK_URL", "ftp://r.example/"), "BATCHHOOK_HTTP_SINK_URL", ""},
 		{"http url relative", with(http, "HTTP_SINK_URL", "/hooks"), "BATCHHOOK_HTTP_SINK_URL", ""},
+		{"http url ftp with a token", with(http, "HTTP_SINK_URL", "ftp://r.example/hooks?token=s3cr3t"), "BATCHHOOK_HTTP_SINK_URL", "s3cr3t"},
+		{"http url hostless with a token", with(http, "HTTP_SINK_URL", "https:///hooks#s3cr3t"), "BATCHHOOK_HTTP_SINK_URL", "s3cr3t"},
 		{"http url userinfo", with(http, "HTTP_SINK_URL", "https://u:hunter2@r.example/"), "BATCHHOOK_HTTP_SINK_URL", "hunter2"},
 		{"http without secret", with(http, "HTTP_SINK_SECRET", ""), "BATCHHOOK_HTTP_SINK_SECRET", ""},
 		{"http secret no prefix", with(http, "HTTP_SINK_SECRET", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYX"), "BATCHHOOK_HTTP_SINK_SECRET", "AAECAwQF"},

@@ -435,7 +435,8 @@ func (s *Store) ExportRemovalDone(batchID string) error {
 }
 
 // Redeliver queues the export of batchID to sink again, from part 0, with
-// the version it has (an explicit redeliver reuses the message ids). It
+// the version of the export in place (an explicit redeliver of the same
+// export reuses its message ids). It
 // returns ErrNotFound for an unknown batch and ErrState with the reason
 // when the sink is not configured, the batch is not exported, or its
 // export was removed after every sink had it.
@@ -455,11 +456,10 @@ func (s *Store) Redeliver(batchID, sink string, now time.Time) (*Delivery, error
 		if b.ExportRemoved {
 			return fmt.Errorf("batch %s: export removed; refetch it first: %w", batchID, ErrState)
 		}
-		version := b.Refetches
-		if d, err := getDelivery(tx, batchID, sink); err == nil {
-			version = d.Version
-		}
-		out, err = s.queueDelivery(tx, b, sink, version, now)
+		// The export in place is always version b.Refetches: a delivery of
+		// an older version (its sink was not configured when a refetch
+		// replaced the export) must not lend its ids to the new content.
+		out, err = s.queueDelivery(tx, b, sink, b.Refetches, now)
 		return err
 	})
 	if err != nil {

@@ -279,3 +279,34 @@ func TestListDeliveriesAndOldest(t *testing.T) {
 		t.Fatalf("oldest = %v", oldest)
 	}
 }
+
+// A sink left out of BATCHHOOK_SINKS while a refetch replaced the export
+// keeps a delivery of the old version; a redeliver sends the export in
+// place, so it must carry that export's version, never the old ids (a
+// receiver deduplicating on them would drop the new content).
+func TestRedeliverCarriesTheVersionOfTheExportInPlace(t *testing.T) {
+	s := openTest(t, t.TempDir())
+	s.SetSinks([]string{"http"})
+	exportBatch(t, s, "b1", t0)
+	d := deliveryOf(t, s, "b1", "http")
+	if _, err := s.Delivered("b1", "http", d.Generation, t0, false); err != nil {
+		t.Fatal(err)
+	}
+	s.SetSinks(nil) // a restart with BATCHHOOK_SINKS=file
+	t1 := t0.Add(time.Minute)
+	if _, err := s.Refetch("b1", week, t1); err != nil {
+		t.Fatal(err)
+	}
+	s.Lease(t1)
+	if err := s.Finish("b1", StateExported, "/x/b1", "", t1); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := s.Get("b1"); b.Refetches != 1 {
+		t.Fatalf("refetches = %d, want 1", b.Refetches)
+	}
+	s.SetSinks([]string{"http"}) // http configured again
+	r, err := s.Redeliver("b1", "http", t1)
+	if err != nil || r.Version != 1 {
+		t.Fatalf("redeliver = %+v, %v; want version 1 (the export in place)", r, err)
+	}
+}
