@@ -128,9 +128,15 @@ func New(o Options) (*Sink, error) {
 	// A 3xx is answered to us, not followed: following it could send
 	// personal data to a host the operator never named.
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	shown := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
+	// Reasons name the destination by scheme and host only: some webhook
+	// URLs carry their secret in the path (Slack- and Discord-style), as
+	// others do in the query.
+	shown := u.Scheme + "://" + u.Host
+	if u.Path != "" && u.Path != "/" {
+		shown += "/…"
+	}
 	return &Sink{
-		url: o.URL, shownURL: shown.String(), key: o.Key,
+		url: o.URL, shownURL: shown, key: o.Key,
 		maxItems: o.MaxItems, maxItemBytes: o.MaxItemBytes, timeout: o.Timeout,
 		now: o.Now, client: &c,
 	}, nil
