@@ -18,7 +18,10 @@ func TestBuildSinksKafkaTransactionalID(t *testing.T) {
 	cfg := config.Defaults()
 	cfg.Sinks, cfg.KafkaBrokers = "kafka", "127.0.0.1:9092"
 	var asked []string
-	stable := func(name string) (string, error) { asked = append(asked, name); return "batchhook-0123456789abcdef", nil }
+	stable := func(name string) (string, error) {
+		asked = append(asked, name)
+		return "batchhook-0123456789abcdef", nil
+	}
 	m, err := buildSinks(cfg, nil, stable, zerolog.Nop())
 	if err != nil || m["kafka"] == nil || m["kafka"].Name() != "kafka" || len(asked) != 1 || asked[0] != kafkaTxnIDName {
 		t.Fatalf("kafka with the default id: %v %v, asked %v", m, err, asked)
