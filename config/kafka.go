@@ -1,6 +1,7 @@
 package config
 
 import (
+	"crypto/x509"
 	"fmt"
 	"net"
 	"os"
@@ -13,6 +14,10 @@ import (
 // KafkaSASLMechanisms are the values BATCHHOOK_KAFKA_SASL_MECHANISM
 // accepts.
 var KafkaSASLMechanisms = []string{"plain", "scram-sha-256", "scram-sha-512"}
+
+// maxCAFileBytes caps BATCHHOOK_KAFKA_TLS_CA_FILE: a bundle of roots is a
+// few hundred KiB at most.
+const maxCAFileBytes = 4 << 20
 
 // kafkaTopic is Kafka's own rule for a topic name.
 var kafkaTopic = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
@@ -50,8 +55,12 @@ func (c *Config) validateKafkaSink() error {
 		return fmt.Errorf("%s: must be at most 249 characters, without spaces or control characters", Var("KAFKA_TRANSACTIONAL_ID"))
 	}
 	if f := c.KafkaTLSCaFile; f != "" {
-		if st, err := os.Stat(f); err != nil || !st.Mode().IsRegular() {
-			return fmt.Errorf("%s: %s is not a readable file", Var("KAFKA_TLS_CA_FILE"), f)
+		if st, err := os.Stat(f); err != nil || !st.Mode().IsRegular() || st.Size() > maxCAFileBytes {
+			return fmt.Errorf("%s: %s is not a readable file of at most %d bytes", Var("KAFKA_TLS_CA_FILE"), f, maxCAFileBytes)
+		}
+		pem, err := os.ReadFile(f)
+		if err != nil || !x509.NewCertPool().AppendCertsFromPEM(pem) {
+			return fmt.Errorf("%s: %s holds no PEM certificate", Var("KAFKA_TLS_CA_FILE"), f)
 		}
 	}
 	if c.KafkaTimeout <= 0 {

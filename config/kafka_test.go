@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +11,10 @@ import (
 
 func TestKafkaSinkVariables(t *testing.T) {
 	requiredEnv(t)
-	ca := writeFile(t, "-----BEGIN CERTIFICATE-----\n")
+	ca, err := filepath.Abs("testdata/kafka-ca.pem") // testdata/kafka-ca.README says how it was made
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("BATCHHOOK_SINKS", "file,kafka")
 	t.Setenv("BATCHHOOK_KAFKA_BROKERS", " k1.example:9092, k2.example:9093 ,")
 	t.Setenv("BATCHHOOK_KAFKA_TRANSACTIONAL_ID", "batchhook-acct-7")
@@ -32,6 +36,7 @@ func TestKafkaSinkVariables(t *testing.T) {
 }
 
 func TestKafkaErrorsNameTheVariable(t *testing.T) {
+	notPEM := writeFile(t, "not a certificate\n")
 	base := map[string]string{"SINKS": "kafka", "KAFKA_BROKERS": "127.0.0.1:9092"}
 	with := func(kv ...string) map[string]string {
 		m := map[string]string{}
@@ -55,6 +60,7 @@ func TestKafkaErrorsNameTheVariable(t *testing.T) {
 		{"topic with slash", with("KAFKA_TOPIC", "a/b"), "BATCHHOOK_KAFKA_TOPIC"},
 		{"txn id with space", with("KAFKA_TRANSACTIONAL_ID", "a b"), "BATCHHOOK_KAFKA_TRANSACTIONAL_ID"},
 		{"missing CA file", with("KAFKA_TLS_CA_FILE", "/nonexistent/ca.pem"), "BATCHHOOK_KAFKA_TLS_CA_FILE"},
+		{"CA file not PEM", with("KAFKA_TLS_CA_FILE", notPEM), "BATCHHOOK_KAFKA_TLS_CA_FILE"},
 		{"timeout 0", with("KAFKA_TIMEOUT", "0s"), "BATCHHOOK_KAFKA_TIMEOUT"},
 		{"bad mechanism", with("KAFKA_SASL_MECHANISM", "gssapi", "KAFKA_SASL_USER", "u", "KAFKA_SASL_PASSWORD", "hunter2"), "BATCHHOOK_KAFKA_SASL_MECHANISM"},
 		{"user without mechanism", with("KAFKA_SASL_USER", "u"), "BATCHHOOK_KAFKA_SASL_MECHANISM"},
