@@ -96,7 +96,7 @@ type Config struct {
 	MemoryLimit string `split_words:"true" default:"256MiB"`
 
 	// Downstream delivery (issue 11, sinks.go). Sinks is a comma list of
-	// file, http, exec (kafka and nats are named but not built yet).
+	// file, http, exec, kafka (nats is named but not built yet).
 	Sinks       string `split_words:"true" default:"file"`
 	SinkWorkers int    `split_words:"true" default:"2"`
 	// The http sink: Standard Webhooks POSTs to HTTPSinkURL, signed with
@@ -110,6 +110,19 @@ type Config struct {
 	ExecSinkCommand   string        `split_words:"true"`
 	ExecSinkTimeout   time.Duration `split_words:"true" default:"5m"`
 	ExecSinkLogOutput bool          `split_words:"true"`
+	// The kafka sink (kafka.go): one transaction per batch on KafkaTopic.
+	// An empty KafkaTransactionalID means the stable one the daemon keeps
+	// in its database.
+	KafkaBrokers          string        `split_words:"true"`
+	KafkaTopic            string        `split_words:"true" default:"batchhook.results"`
+	KafkaTransactionalID  string        `split_words:"true"`
+	KafkaTLS              bool          `split_words:"true"`
+	KafkaTLSCaFile        string        `split_words:"true"`
+	KafkaSASLMechanism    string        `split_words:"true"`
+	KafkaSASLUser         string        `split_words:"true"`
+	KafkaSASLPassword     Secret        `split_words:"true" ignored:"true"`
+	KafkaSASLPasswordFile string        `split_words:"true"`
+	KafkaTimeout          time.Duration `split_words:"true" default:"60s"`
 }
 
 // Load reads the environment, applies defaults, reads secret files,
@@ -135,6 +148,9 @@ func Load() (*Config, error) {
 		return nil, err
 	}
 	if c.HTTPSinkSecret, err = loadSecret("HTTP_SINK_SECRET", c.HTTPSinkSecretFile, &c.Warnings); err != nil {
+		return nil, err
+	}
+	if c.KafkaSASLPassword, err = loadSecret("KAFKA_SASL_PASSWORD", c.KafkaSASLPasswordFile, &c.Warnings); err != nil {
 		return nil, err
 	}
 	if _, set := os.LookupEnv(Var("ADMIN_TOKEN")); set && len(c.AdminToken) == 0 {
@@ -307,7 +323,7 @@ func Variables() []string {
 	var buf strings.Builder
 	_ = envconfig.Usagef(Prefix, &Config{}, &buf, "{{range .}}{{usage_key .}}\n{{end}}")
 	names := strings.Fields(buf.String())
-	for _, s := range []string{"SIGNING_SECRET", "API_KEY", "ADMIN_TOKEN", "HTTP_SINK_SECRET"} {
+	for _, s := range []string{"SIGNING_SECRET", "API_KEY", "ADMIN_TOKEN", "HTTP_SINK_SECRET", "KAFKA_SASL_PASSWORD"} {
 		names = append(names, Var(s))
 	}
 	return names

@@ -37,6 +37,8 @@ var shortNames = []string{
 	"MAX_CONNECTIONS", "MEMORY_LIMIT",
 	"SINKS", "SINK_WORKERS", "HTTP_SINK_URL", "HTTP_SINK_SECRET", "HTTP_SINK_SECRET_FILE", "HTTP_SINK_MAX_ITEMS",
 	"HTTP_SINK_TIMEOUT", "EXEC_SINK_COMMAND", "EXEC_SINK_TIMEOUT", "EXEC_SINK_LOG_OUTPUT",
+	"KAFKA_BROKERS", "KAFKA_TOPIC", "KAFKA_TRANSACTIONAL_ID", "KAFKA_TLS", "KAFKA_TLS_CA_FILE", "KAFKA_SASL_MECHANISM",
+	"KAFKA_SASL_USER", "KAFKA_SASL_PASSWORD", "KAFKA_SASL_PASSWORD_FILE", "KAFKA_TIMEOUT",
 }
 
 // cleanEnv unsets every BATCHHOOK_ variable and every unprefixed name we
@@ -200,6 +202,9 @@ func TestLoadIgnoresUnprefixedVariables(t *testing.T) {
 		"SINKS": "s3", "SINK_WORKERS": "0", "HTTP_SINK_URL": "ftp://x", "HTTP_SINK_SECRET": "plain",
 		"HTTP_SINK_SECRET_FILE": "/nonexistent/hook", "HTTP_SINK_MAX_ITEMS": "0", "HTTP_SINK_TIMEOUT": "0s",
 		"EXEC_SINK_COMMAND": "not json", "EXEC_SINK_TIMEOUT": "0s", "EXEC_SINK_LOG_OUTPUT": "true",
+		"KAFKA_BROKERS": "nope", "KAFKA_TOPIC": "a/b", "KAFKA_TRANSACTIONAL_ID": "a b", "KAFKA_TLS": "maybe",
+		"KAFKA_TLS_CA_FILE": "/nonexistent/ca", "KAFKA_SASL_MECHANISM": "gssapi", "KAFKA_SASL_USER": "unprefixed",
+		"KAFKA_SASL_PASSWORD": "unprefixed", "KAFKA_SASL_PASSWORD_FILE": "/nonexistent/pw", "KAFKA_TIMEOUT": "0s",
 	}
 	if len(bogus) != len(shortNames) {
 		t.Fatalf("bogus covers %d names, want %d", len(bogus), len(shortNames))
@@ -269,6 +274,7 @@ func TestLoadDefaults(t *testing.T) {
 		MaxConnections: 10000, MemoryLimit: "256MiB",
 		Sinks: "file", SinkWorkers: 2, HTTPSinkMaxItems: 1000, HTTPSinkTimeout: 30 * time.Second,
 		ExecSinkTimeout: 5 * time.Minute,
+		KafkaTopic:      "batchhook.results", KafkaTimeout: time.Minute,
 	}
 	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", *c, want)

@@ -13,12 +13,12 @@ import (
 	"strings"
 )
 
-// The sink names BATCHHOOK_SINKS accepts (issue 11). kafka and nats are
-// known names whose sinks are not built yet: they stop the start with a
-// line that says so.
+// The sink names BATCHHOOK_SINKS accepts (issue 11). nats is a known name
+// whose sink is not built yet: it stops the start with a line that says
+// so.
 var (
 	KnownSinks  = []string{"file", "http", "exec", "kafka", "nats"}
-	unbuiltSink = map[string]bool{"kafka": true, "nats": true}
+	unbuiltSink = map[string]bool{"nats": true}
 )
 
 // SinkNames returns the sinks of BATCHHOOK_SINKS in the order given,
@@ -82,7 +82,7 @@ func (c *Config) validateSinks() error {
 		case !slices.Contains(KnownSinks, n):
 			return fmt.Errorf("%s: unknown sink %s (want a comma list of %s)", Var("SINKS"), strconv.Quote(n), strings.Join(KnownSinks, ", "))
 		case unbuiltSink[n]:
-			return fmt.Errorf("%s: sink %s is not built yet (this version delivers to file, http and exec)", Var("SINKS"), n)
+			return fmt.Errorf("%s: sink %s is not built yet (this version delivers to file, http, exec and kafka)", Var("SINKS"), n)
 		}
 	}
 	if c.SinkWorkers < 1 || c.SinkWorkers > 64 {
@@ -95,6 +95,11 @@ func (c *Config) validateSinks() error {
 	}
 	if slices.Contains(names, "exec") {
 		if err := c.validateExecSink(); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(names, "kafka") {
+		if err := c.validateKafkaSink(); err != nil {
 			return err
 		}
 	}

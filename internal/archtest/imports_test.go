@@ -82,6 +82,15 @@ func TestImportGraph(t *testing.T) {
 		"github.com/kelseyhightower/envconfig":           {"config"},
 		"github.com/labstack/echo/v4":                    {"receiver", "admin", "bench"}, // bench: the bare echo baseline
 		"github.com/prometheus/client_golang/prometheus": {"internal/metrics"},
+		// franz-go: only the kafka sink (kfake in tests is not a build
+		// dependency, so go list does not count it).
+		"github.com/twmb/franz-go/pkg/kgo":        {"sink/kafkasink"},
+		"github.com/twmb/franz-go/pkg/kerr":       {"sink/kafkasink"},
+		"github.com/twmb/franz-go/pkg/kmsg":       {"sink/kafkasink"},
+		"github.com/twmb/franz-go/pkg/sasl":       {"sink/kafkasink"},
+		"github.com/twmb/franz-go/pkg/sasl/plain": {"sink/kafkasink"},
+		"github.com/twmb/franz-go/pkg/sasl/scram": {"sink/kafkasink"},
+		"github.com/twmb/franz-go/pkg/kfake":      {},
 	}
 	for lib, allowed := range owners {
 		for p, d := range deps {

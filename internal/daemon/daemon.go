@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -68,6 +69,9 @@ type Daemon struct {
 	// Finish may queue deliveries) and before the store closes.
 	dispatchCancel context.CancelFunc
 	dispatchErr    chan error
+	// sinks are closed after the dispatcher stops (those with a Close:
+	// the kafka producer).
+	sinks map[string]sink.Sink
 	// fatal carries the store's failure: the daemon can no longer serve
 	// and its process must exit for the supervisor to restart it.
 	fatal chan error
@@ -79,7 +83,9 @@ type Daemon struct {
 // New returns a daemon for cfg; Start runs it.
 func New(cfg config.Config, log zerolog.Logger) *Daemon {
 	d := &Daemon{cfg: cfg, log: log, fatal: make(chan error, 1)}
-	d.makeSinks = func(c config.Config, key func() []byte) (map[string]sink.Sink, error) { return buildSinks(c, key, log) }
+	d.makeSinks = func(c config.Config, key func() []byte) (map[string]sink.Sink, error) {
+		return buildSinks(c, key, func(name string) (string, error) { return d.store.StableID(name) }, log)
+	}
 	d.secret.Store(&cfg.SigningSecret)
 	d.apiKey.Store(&cfg.APIKey)
 	d.adminToken.Store(&cfg.AdminToken)
@@ -297,6 +303,11 @@ func (d *Daemon) Stop(ctx context.Context) error {
 			d.dispatchCancel()
 			errs = append(errs, <-d.dispatchErr)
 		}
+		for _, s := range d.sinks {
+			if c, ok := s.(io.Closer); ok {
+				errs = append(errs, c.Close())
+			}
+		}
 		if d.admin != nil && d.adminAddr != nil {
 			sctx, cancel := context.WithTimeout(ctx, ShutdownTimeout)
 			errs = append(errs, d.admin.Shutdown(sctx))
@@ -318,6 +329,7 @@ func (d *Daemon) dispatcher() (*dispatch.Dispatcher, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.sinks = sinks
 	return dispatch.New(dispatch.Options{
 		Outbox: d.store, Exports: d.sink, Sinks: sinks, Workers: cfg.SinkWorkers, KeepExports: cfg.KeepExports(),
 		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Observer: d.metrics,

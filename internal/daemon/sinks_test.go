@@ -54,18 +54,18 @@ func (s *recordingSink) items(id string) (string, bool) {
 
 func TestBuildSinksBuildsTheConfiguredOnes(t *testing.T) {
 	cfg := config.Defaults()
-	m, err := buildSinks(cfg, nil, zerolog.Nop())
+	m, err := buildSinks(cfg, nil, nil, zerolog.Nop())
 	if err != nil || len(m) != 0 {
 		t.Fatalf("file only: %v %v; want no delivery sink", m, err)
 	}
 	cfg.Sinks, cfg.ExecSinkCommand = "file,exec,http", `["/bin/true"]`
 	cfg.HTTPSinkURL = "http://127.0.0.1:1/hook"
-	m, err = buildSinks(cfg, func() []byte { return []byte("0123456789abcdef0123456789abcdef") }, zerolog.Nop())
+	m, err = buildSinks(cfg, func() []byte { return []byte("0123456789abcdef0123456789abcdef") }, nil, zerolog.Nop())
 	if err != nil || len(m) != 2 || m["exec"].Name() != "exec" || m["http"].Name() != "http" {
 		t.Fatalf("file,exec,http: %v %v; want the exec and http sinks", m, err)
 	}
 	cfg.ExecSinkCommand = `["/nonexistent/load-results"]`
-	if _, err := buildSinks(cfg, nil, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "BATCHHOOK_EXEC_SINK_COMMAND") {
+	if _, err := buildSinks(cfg, nil, nil, zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "BATCHHOOK_EXEC_SINK_COMMAND") {
 		t.Fatalf("a missing exec command: %v; want an error naming the variable", err)
 	}
 }
