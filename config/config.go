@@ -110,6 +110,17 @@ type Config struct {
 	ExecSinkCommand   string        `split_words:"true"`
 	ExecSinkTimeout   time.Duration `split_words:"true" default:"5m"`
 	ExecSinkLogOutput bool          `split_words:"true"`
+	// The nats sink (natssink.go): JetStream publishes on NATSSubject.
+	// (split_words, not envconfig tags: a tag would also read the
+	// unprefixed name.)
+	NatsURL            string        `split_words:"true"`
+	NatsSubject        string        `split_words:"true" default:"batchhook.results"`
+	NatsCredsFile      string        `split_words:"true"`
+	NatsToken          Secret        `split_words:"true" ignored:"true"`
+	NatsTokenFile      string        `split_words:"true"`
+	NatsTLSCaFile      string        `split_words:"true"`
+	NatsCreateStream   bool          `split_words:"true"`
+	NatsPublishTimeout time.Duration `split_words:"true" default:"10s"`
 }
 
 // Load reads the environment, applies defaults, reads secret files,
@@ -135,6 +146,9 @@ func Load() (*Config, error) {
 		return nil, err
 	}
 	if c.HTTPSinkSecret, err = loadSecret("HTTP_SINK_SECRET", c.HTTPSinkSecretFile, &c.Warnings); err != nil {
+		return nil, err
+	}
+	if c.NatsToken, err = loadSecret("NATS_TOKEN", c.NatsTokenFile, &c.Warnings); err != nil {
 		return nil, err
 	}
 	if _, set := os.LookupEnv(Var("ADMIN_TOKEN")); set && len(c.AdminToken) == 0 {
@@ -307,7 +321,7 @@ func Variables() []string {
 	var buf strings.Builder
 	_ = envconfig.Usagef(Prefix, &Config{}, &buf, "{{range .}}{{usage_key .}}\n{{end}}")
 	names := strings.Fields(buf.String())
-	for _, s := range []string{"SIGNING_SECRET", "API_KEY", "ADMIN_TOKEN", "HTTP_SINK_SECRET"} {
+	for _, s := range []string{"SIGNING_SECRET", "API_KEY", "ADMIN_TOKEN", "HTTP_SINK_SECRET", "NATS_TOKEN"} {
 		names = append(names, Var(s))
 	}
 	return names

@@ -37,6 +37,8 @@ var shortNames = []string{
 	"MAX_CONNECTIONS", "MEMORY_LIMIT",
 	"SINKS", "SINK_WORKERS", "HTTP_SINK_URL", "HTTP_SINK_SECRET", "HTTP_SINK_SECRET_FILE", "HTTP_SINK_MAX_ITEMS",
 	"HTTP_SINK_TIMEOUT", "EXEC_SINK_COMMAND", "EXEC_SINK_TIMEOUT", "EXEC_SINK_LOG_OUTPUT",
+	"NATS_URL", "NATS_SUBJECT", "NATS_CREDS_FILE", "NATS_TOKEN", "NATS_TOKEN_FILE", "NATS_TLS_CA_FILE",
+	"NATS_CREATE_STREAM", "NATS_PUBLISH_TIMEOUT",
 }
 
 // cleanEnv unsets every BATCHHOOK_ variable and every unprefixed name we
@@ -200,6 +202,9 @@ func TestLoadIgnoresUnprefixedVariables(t *testing.T) {
 		"SINKS": "s3", "SINK_WORKERS": "0", "HTTP_SINK_URL": "ftp://x", "HTTP_SINK_SECRET": "plain",
 		"HTTP_SINK_SECRET_FILE": "/nonexistent/hook", "HTTP_SINK_MAX_ITEMS": "0", "HTTP_SINK_TIMEOUT": "0s",
 		"EXEC_SINK_COMMAND": "not json", "EXEC_SINK_TIMEOUT": "0s", "EXEC_SINK_LOG_OUTPUT": "true",
+		"NATS_URL": "nats://u:p@x", "NATS_SUBJECT": "un.prefixed", "NATS_CREDS_FILE": "/nonexistent/creds",
+		"NATS_TOKEN": "unprefixed", "NATS_TOKEN_FILE": "/nonexistent/token", "NATS_TLS_CA_FILE": "/nonexistent/ca",
+		"NATS_CREATE_STREAM": "true", "NATS_PUBLISH_TIMEOUT": "0s",
 	}
 	if len(bogus) != len(shortNames) {
 		t.Fatalf("bogus covers %d names, want %d", len(bogus), len(shortNames))
@@ -269,6 +274,7 @@ func TestLoadDefaults(t *testing.T) {
 		MaxConnections: 10000, MemoryLimit: "256MiB",
 		Sinks: "file", SinkWorkers: 2, HTTPSinkMaxItems: 1000, HTTPSinkTimeout: 30 * time.Second,
 		ExecSinkTimeout: 5 * time.Minute,
+		NatsSubject:     "batchhook.results", NatsPublishTimeout: 10 * time.Second,
 	}
 	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", *c, want)

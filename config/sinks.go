@@ -18,7 +18,7 @@ import (
 // line that says so.
 var (
 	KnownSinks  = []string{"file", "http", "exec", "kafka", "nats"}
-	unbuiltSink = map[string]bool{"kafka": true, "nats": true}
+	unbuiltSink = map[string]bool{"kafka": true}
 )
 
 // SinkNames returns the sinks of BATCHHOOK_SINKS in the order given,
@@ -95,6 +95,11 @@ func (c *Config) validateSinks() error {
 	}
 	if slices.Contains(names, "exec") {
 		if err := c.validateExecSink(); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(names, "nats") {
+		if err := c.validateNATSSink(); err != nil {
 			return err
 		}
 	}

@@ -82,6 +82,13 @@ func TestImportGraph(t *testing.T) {
 		"github.com/kelseyhightower/envconfig":           {"config"},
 		"github.com/labstack/echo/v4":                    {"receiver", "admin", "bench"}, // bench: the bare echo baseline
 		"github.com/prometheus/client_golang/prometheus": {"internal/metrics"},
+		"github.com/nats-io/nats.go":                     {"sink/natssink"},
+		"github.com/nats-io/nats.go/jetstream":           {"sink/natssink"},
+		"github.com/nats-io/nats-server/v2/server":       {}, // tests only (go list without -test sees no test imports)
+	}
+	// The NATS server is a test fixture: the binary must not link it.
+	if dependsOn(deps["cmd/batchhook"], "github.com/nats-io/nats-server") {
+		t.Errorf("cmd/batchhook links github.com/nats-io/nats-server; only tests may import it")
 	}
 	for lib, allowed := range owners {
 		for p, d := range deps {
