@@ -68,6 +68,9 @@ type Daemon struct {
 	// Finish may queue deliveries) and before the store closes.
 	dispatchCancel context.CancelFunc
 	dispatchErr    chan error
+	// closeSinks closes the sinks that hold a connection (nats), once the
+	// dispatcher has stopped.
+	closeSinks func()
 	// fatal carries the store's failure: the daemon can no longer serve
 	// and its process must exit for the supervisor to restart it.
 	fatal chan error
@@ -297,6 +300,9 @@ func (d *Daemon) Stop(ctx context.Context) error {
 			d.dispatchCancel()
 			errs = append(errs, <-d.dispatchErr)
 		}
+		if d.closeSinks != nil {
+			d.closeSinks()
+		}
 		if d.admin != nil && d.adminAddr != nil {
 			sctx, cancel := context.WithTimeout(ctx, ShutdownTimeout)
 			errs = append(errs, d.admin.Shutdown(sctx))
@@ -317,6 +323,13 @@ func (d *Daemon) dispatcher() (*dispatch.Dispatcher, error) {
 	sinks, err := d.makeSinks(cfg, func() []byte { return *d.httpSinkKey.Load() })
 	if err != nil {
 		return nil, err
+	}
+	d.closeSinks = func() {
+		for _, s := range sinks {
+			if c, ok := s.(interface{ Close() }); ok {
+				c.Close()
+			}
+		}
 	}
 	return dispatch.New(dispatch.Options{
 		Outbox: d.store, Exports: d.sink, Sinks: sinks, Workers: cfg.SinkWorkers, KeepExports: cfg.KeepExports(),

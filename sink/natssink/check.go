@@ -41,7 +41,7 @@ func (s *Sink) Check(ctx context.Context) error {
 	case !errors.Is(err, jetstream.ErrStreamNotFound):
 		return fmt.Errorf("%w: ask for the stream of subject %s: %v", ErrUnreachable, s.o.Subject, err)
 	case !s.o.CreateStream:
-		return fmt.Errorf("%w: subject %s (create one, e.g. nats stream add, or set CreateStream)", ErrNoStream, s.o.Subject)
+		return fmt.Errorf("%w: subject %s (create one, e.g. with nats stream add, or let batchhook create it)", ErrNoStream, s.o.Subject)
 	}
 	_, err = js.CreateStream(ctx, jetstream.StreamConfig{
 		Name:       StreamName(s.o.Subject),

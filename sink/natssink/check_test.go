@@ -97,3 +97,17 @@ func TestNewRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckWildcardStream: a stream bound through a wildcard counts.
+func TestCheckWildcardStream(t *testing.T) {
+	srv := startServer(t, nil)
+	addStream(t, srv.ClientURL(), "batchhook.>", time.Minute)
+	s, err := natssink.New(natssink.Options{URL: srv.ClientURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if err := s.Check(context.Background()); err != nil {
+		t.Fatalf("Check = %v", err)
+	}
+}

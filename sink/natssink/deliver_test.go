@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/batchhook/batchhook/sink"
 	"github.com/batchhook/batchhook/sink/natssink"
@@ -237,5 +239,46 @@ func noItem(t *testing.T, res sink.Result) {
 	t.Helper()
 	if strings.Contains(res.Reason, "529.982") || strings.Contains(res.Reason, "cpf") {
 		t.Fatalf("Reason %q holds an item", res.Reason)
+	}
+}
+
+// TestTokenAuth: the token authenticates; a wrong one is a retry (the
+// operator fixes it and the next attempt goes through), and the Reason
+// does not show the token.
+func TestTokenAuth(t *testing.T) {
+	srv := startServer(t, func(o *server.Options) { o.Authorization = "tok-right" })
+	nc, err := nats.Connect(srv.ClientURL(), nats.Token("tok-right"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "R", Subjects: []string{natssink.DefaultSubject}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := writeExport(t, "b", cpfItems(3), 0)
+	bad, err := natssink.New(natssink.Options{URL: srv.ClientURL(), Token: "tok-wrong", PublishTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	res := bad.Deliver(context.Background(), e, &progress{})
+	if res.Outcome != sink.Retry || strings.Contains(res.Reason, "tok-wrong") {
+		t.Fatalf("wrong token: %+v, want a retry without the token", res)
+	}
+	good, err := natssink.New(natssink.Options{URL: srv.ClientURL(), Token: "tok-right"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer good.Close()
+	if res := good.Deliver(context.Background(), e, &progress{}); res.Outcome != sink.Delivered {
+		t.Fatalf("right token: %+v", res)
+	}
+	if n := len(readStream(t, st)); n != 4 {
+		t.Fatalf("%d messages, want 4", n)
 	}
 }
