@@ -282,3 +282,37 @@ func TestTokenAuth(t *testing.T) {
 		t.Fatalf("%d messages, want 4", n)
 	}
 }
+
+// TestOverMaxPayloadWithHeadersFails: an item that fits the max payload
+// alone but not with its headers is refused by the client library
+// (nats.ErrMaxPayload) and fails the delivery.
+func TestOverMaxPayloadWithHeadersFails(t *testing.T) {
+	srv := startServer(t, func(o *server.Options) { o.MaxPayload = 1024 })
+	addStream(t, srv.ClientURL(), natssink.DefaultSubject, time.Minute)
+	s := newSink(t, srv.ClientURL(), 5*time.Second)
+	item := `{"cpf":"529.982.247-25","pad":"` + strings.Repeat("x", 1000-33) + `"}`
+	if len(item) != 1000 {
+		t.Fatalf("item of %d bytes", len(item))
+	}
+	res := s.Deliver(context.Background(), writeExport(t, "b", []string{item}, 0), &progress{})
+	if res.Outcome != sink.Failed || res.Kind != "too_large" || !strings.Contains(res.Reason, "max payload") {
+		t.Fatalf("Deliver = %+v, want failed/too_large (max payload)", res)
+	}
+	noItem(t, res)
+}
+
+// TestOverStreamMaxMsgSizeFails: the stream's own size limit is as final.
+func TestOverStreamMaxMsgSizeFails(t *testing.T) {
+	srv := startServer(t, nil)
+	js := jsOf(t, srv.ClientURL())
+	if _, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "R", Subjects: []string{natssink.DefaultSubject}, MaxMsgSize: 300}); err != nil {
+		t.Fatal(err)
+	}
+	s := newSink(t, srv.ClientURL(), 5*time.Second)
+	items := []string{cpfItem(0), `{"cpf":"529.982.247-25","pad":"` + strings.Repeat("x", 400) + `"}`}
+	res := s.Deliver(context.Background(), writeExport(t, "b", items, 0), &progress{})
+	if res.Outcome != sink.Failed || res.Kind != "too_large" || !strings.Contains(res.Reason, "stream's max message size") {
+		t.Fatalf("Deliver = %+v, want failed/too_large (stream)", res)
+	}
+	noItem(t, res)
+}
