@@ -96,7 +96,7 @@ type Config struct {
 	MemoryLimit string `split_words:"true" default:"256MiB"`
 
 	// Downstream delivery (issue 11, sinks.go). Sinks is a comma list of
-	// file, http, exec, kafka (nats is named but not built yet).
+	// file, http, exec, kafka, nats.
 	Sinks       string `split_words:"true" default:"file"`
 	SinkWorkers int    `split_words:"true" default:"2"`
 	// The http sink: Standard Webhooks POSTs to HTTPSinkURL, signed with
@@ -123,6 +123,17 @@ type Config struct {
 	KafkaSASLPassword     Secret        `split_words:"true" ignored:"true"`
 	KafkaSASLPasswordFile string        `split_words:"true"`
 	KafkaTimeout          time.Duration `split_words:"true" default:"60s"`
+	// The nats sink (natssink.go): JetStream publishes on NATSSubject.
+	// (split_words, not envconfig tags: a tag would also read the
+	// unprefixed name.)
+	NatsURL            string        `split_words:"true"`
+	NatsSubject        string        `split_words:"true" default:"batchhook.results"`
+	NatsCredsFile      string        `split_words:"true"`
+	NatsToken          Secret        `split_words:"true" ignored:"true"`
+	NatsTokenFile      string        `split_words:"true"`
+	NatsTLSCaFile      string        `split_words:"true"`
+	NatsCreateStream   bool          `split_words:"true"`
+	NatsPublishTimeout time.Duration `split_words:"true" default:"10s"`
 }
 
 // Load reads the environment, applies defaults, reads secret files,
@@ -151,6 +162,9 @@ func Load() (*Config, error) {
 		return nil, err
 	}
 	if c.KafkaSASLPassword, err = loadSecret("KAFKA_SASL_PASSWORD", c.KafkaSASLPasswordFile, &c.Warnings); err != nil {
+		return nil, err
+	}
+	if c.NatsToken, err = loadSecret("NATS_TOKEN", c.NatsTokenFile, &c.Warnings); err != nil {
 		return nil, err
 	}
 	if _, set := os.LookupEnv(Var("ADMIN_TOKEN")); set && len(c.AdminToken) == 0 {
@@ -323,7 +337,7 @@ func Variables() []string {
 	var buf strings.Builder
 	_ = envconfig.Usagef(Prefix, &Config{}, &buf, "{{range .}}{{usage_key .}}\n{{end}}")
 	names := strings.Fields(buf.String())
-	for _, s := range []string{"SIGNING_SECRET", "API_KEY", "ADMIN_TOKEN", "HTTP_SINK_SECRET", "KAFKA_SASL_PASSWORD"} {
+	for _, s := range []string{"SIGNING_SECRET", "API_KEY", "ADMIN_TOKEN", "HTTP_SINK_SECRET", "KAFKA_SASL_PASSWORD", "NATS_TOKEN"} {
 		names = append(names, Var(s))
 	}
 	return names

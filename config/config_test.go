@@ -39,6 +39,8 @@ var shortNames = []string{
 	"HTTP_SINK_TIMEOUT", "EXEC_SINK_COMMAND", "EXEC_SINK_TIMEOUT", "EXEC_SINK_LOG_OUTPUT",
 	"KAFKA_BROKERS", "KAFKA_TOPIC", "KAFKA_TRANSACTIONAL_ID", "KAFKA_TLS", "KAFKA_TLS_CA_FILE", "KAFKA_SASL_MECHANISM",
 	"KAFKA_SASL_USER", "KAFKA_SASL_PASSWORD", "KAFKA_SASL_PASSWORD_FILE", "KAFKA_TIMEOUT",
+	"NATS_URL", "NATS_SUBJECT", "NATS_CREDS_FILE", "NATS_TOKEN", "NATS_TOKEN_FILE", "NATS_TLS_CA_FILE",
+	"NATS_CREATE_STREAM", "NATS_PUBLISH_TIMEOUT",
 }
 
 // cleanEnv unsets every BATCHHOOK_ variable and every unprefixed name we
@@ -205,6 +207,9 @@ func TestLoadIgnoresUnprefixedVariables(t *testing.T) {
 		"KAFKA_BROKERS": "nope", "KAFKA_TOPIC": "a/b", "KAFKA_TRANSACTIONAL_ID": "a b", "KAFKA_TLS": "maybe",
 		"KAFKA_TLS_CA_FILE": "/nonexistent/ca", "KAFKA_SASL_MECHANISM": "gssapi", "KAFKA_SASL_USER": "unprefixed",
 		"KAFKA_SASL_PASSWORD": "unprefixed", "KAFKA_SASL_PASSWORD_FILE": "/nonexistent/pw", "KAFKA_TIMEOUT": "0s",
+		"NATS_URL": "nats://u:p@x", "NATS_SUBJECT": "un.prefixed", "NATS_CREDS_FILE": "/nonexistent/creds",
+		"NATS_TOKEN": "unprefixed", "NATS_TOKEN_FILE": "/nonexistent/token", "NATS_TLS_CA_FILE": "/nonexistent/ca",
+		"NATS_CREATE_STREAM": "true", "NATS_PUBLISH_TIMEOUT": "0s",
 	}
 	if len(bogus) != len(shortNames) {
 		t.Fatalf("bogus covers %d names, want %d", len(bogus), len(shortNames))
@@ -275,6 +280,7 @@ func TestLoadDefaults(t *testing.T) {
 		Sinks: "file", SinkWorkers: 2, HTTPSinkMaxItems: 1000, HTTPSinkTimeout: 30 * time.Second,
 		ExecSinkTimeout: 5 * time.Minute,
 		KafkaTopic:      "batchhook.results", KafkaTimeout: time.Minute,
+		NatsSubject: "batchhook.results", NatsPublishTimeout: 10 * time.Second,
 	}
 	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", *c, want)

@@ -13,13 +13,8 @@ import (
 	"strings"
 )
 
-// The sink names BATCHHOOK_SINKS accepts (issue 11). nats is a known name
-// whose sink is not built yet: it stops the start with a line that says
-// so.
-var (
-	KnownSinks  = []string{"file", "http", "exec", "kafka", "nats"}
-	unbuiltSink = map[string]bool{"nats": true}
-)
+// KnownSinks are the sink names BATCHHOOK_SINKS accepts (issue 11).
+var KnownSinks = []string{"file", "http", "exec", "kafka", "nats"}
 
 // SinkNames returns the sinks of BATCHHOOK_SINKS in the order given,
 // without blanks or repeats. Validate has checked them.
@@ -78,11 +73,8 @@ func (c *Config) validateSinks() error {
 		return fmt.Errorf("%s: must name at least one sink (%s)", Var("SINKS"), strings.Join(KnownSinks, ", "))
 	}
 	for _, n := range names {
-		switch {
-		case !slices.Contains(KnownSinks, n):
+		if !slices.Contains(KnownSinks, n) {
 			return fmt.Errorf("%s: unknown sink %s (want a comma list of %s)", Var("SINKS"), strconv.Quote(n), strings.Join(KnownSinks, ", "))
-		case unbuiltSink[n]:
-			return fmt.Errorf("%s: sink %s is not built yet (this version delivers to file, http, exec and kafka)", Var("SINKS"), n)
 		}
 	}
 	if c.SinkWorkers < 1 || c.SinkWorkers > 64 {
@@ -100,6 +92,11 @@ func (c *Config) validateSinks() error {
 	}
 	if slices.Contains(names, "kafka") {
 		if err := c.validateKafkaSink(); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(names, "nats") {
+		if err := c.validateNATSSink(); err != nil {
 			return err
 		}
 	}

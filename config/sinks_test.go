@@ -66,7 +66,7 @@ func TestSinkErrorsNameTheVariable(t *testing.T) {
 	}{
 		{"unknown sink", map[string]string{"SINKS": "file,s3"}, "BATCHHOOK_SINKS", ""},
 		{"no sink", map[string]string{"SINKS": " , "}, "BATCHHOOK_SINKS", ""},
-		{"nats not built", map[string]string{"SINKS": "nats"}, "BATCHHOOK_SINKS", ""},
+		{"nats without its url", map[string]string{"SINKS": "nats"}, "BATCHHOOK_NATS_URL", ""},
 		{"workers 0", map[string]string{"SINK_WORKERS": "0"}, "BATCHHOOK_SINK_WORKERS", ""},
 		{"workers 65", map[string]string{"SINK_WORKERS": "65"}, "BATCHHOOK_SINK_WORKERS", ""},
 		{"http without url", with(http, "HTTP_SINK_URL", ""), "BATCHHOOK_HTTP_SINK_URL", ""},

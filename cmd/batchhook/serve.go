@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -61,6 +62,9 @@ func serve(ctx context.Context, args []string, e env) int {
 	if err := d.Start(nil); err != nil {
 		log.Error().Str("component", "daemon").Str("event", "start_failed").Err(err).Msg("batchhook could not start")
 		fmt.Fprintf(stderr, "batchhook: %v\n", err)
+		if errors.Is(err, daemon.ErrSinkConfig) {
+			return 2
+		}
 		return 1
 	}
 	var fatal error

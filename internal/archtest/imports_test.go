@@ -84,13 +84,20 @@ func TestImportGraph(t *testing.T) {
 		"github.com/prometheus/client_golang/prometheus": {"internal/metrics"},
 		// franz-go: only the kafka sink (kfake in tests is not a build
 		// dependency, so go list does not count it).
-		"github.com/twmb/franz-go/pkg/kgo":        {"sink/kafkasink"},
-		"github.com/twmb/franz-go/pkg/kerr":       {"sink/kafkasink"},
-		"github.com/twmb/franz-go/pkg/kmsg":       {"sink/kafkasink"},
-		"github.com/twmb/franz-go/pkg/sasl":       {"sink/kafkasink"},
-		"github.com/twmb/franz-go/pkg/sasl/plain": {"sink/kafkasink"},
-		"github.com/twmb/franz-go/pkg/sasl/scram": {"sink/kafkasink"},
-		"github.com/twmb/franz-go/pkg/kfake":      {},
+		"github.com/twmb/franz-go/pkg/kgo":         {"sink/kafkasink"},
+		"github.com/twmb/franz-go/pkg/kerr":        {"sink/kafkasink"},
+		"github.com/twmb/franz-go/pkg/kmsg":        {"sink/kafkasink"},
+		"github.com/twmb/franz-go/pkg/sasl":        {"sink/kafkasink"},
+		"github.com/twmb/franz-go/pkg/sasl/plain":  {"sink/kafkasink"},
+		"github.com/twmb/franz-go/pkg/sasl/scram":  {"sink/kafkasink"},
+		"github.com/twmb/franz-go/pkg/kfake":       {},
+		"github.com/nats-io/nats.go":               {"sink/natssink"},
+		"github.com/nats-io/nats.go/jetstream":     {"sink/natssink"},
+		"github.com/nats-io/nats-server/v2/server": {}, // tests only (go list without -test sees no test imports)
+	}
+	// The NATS server is a test fixture: the binary must not link it.
+	if dependsOn(deps["cmd/batchhook"], "github.com/nats-io/nats-server") {
+		t.Errorf("cmd/batchhook links github.com/nats-io/nats-server; only tests may import it")
 	}
 	for lib, allowed := range owners {
 		for p, d := range deps {

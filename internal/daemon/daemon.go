@@ -70,7 +70,7 @@ type Daemon struct {
 	dispatchCancel context.CancelFunc
 	dispatchErr    chan error
 	// sinks are closed after the dispatcher stops (those with a Close:
-	// the kafka producer).
+	// the kafka producer, the nats connection).
 	sinks map[string]sink.Sink
 	// fatal carries the store's failure: the daemon can no longer serve
 	// and its process must exit for the supervisor to restart it.
@@ -304,8 +304,11 @@ func (d *Daemon) Stop(ctx context.Context) error {
 			errs = append(errs, <-d.dispatchErr)
 		}
 		for _, s := range d.sinks {
-			if c, ok := s.(io.Closer); ok {
+			switch c := s.(type) {
+			case io.Closer:
 				errs = append(errs, c.Close())
+			case interface{ Close() }:
+				c.Close()
 			}
 		}
 		if d.admin != nil && d.adminAddr != nil {

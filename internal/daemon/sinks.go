@@ -1,8 +1,11 @@
 package daemon
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -11,11 +14,21 @@ import (
 	"github.com/batchhook/batchhook/sink/execsink"
 	"github.com/batchhook/batchhook/sink/httpsink"
 	"github.com/batchhook/batchhook/sink/kafkasink"
+	"github.com/batchhook/batchhook/sink/natssink"
 )
 
 // kafkaTxnIDName names the kafka sink's default transactional id among
 // the store's stable ids.
 const kafkaTxnIDName = "kafka_transactional_id"
+
+// ErrSinkConfig marks a start error that is the operator's to fix in the
+// configuration or on the destination (a NATS subject without a stream):
+// serve exits 2 on it, like a configuration error.
+var ErrSinkConfig = errors.New("sink configuration")
+
+// natsCheckTimeout bounds the start-up check of the nats sink: a server
+// that does not answer in time only delays the start by this much.
+const natsCheckTimeout = 5 * time.Second
 
 // buildSinks returns the configured sinks other than file (which is the
 // export itself), by name, for the dispatcher. httpKey returns the http
@@ -52,8 +65,14 @@ func buildSinks(cfg config.Config, httpKey func() []byte, stableID func(string) 
 				return nil, err
 			}
 			out[name] = s
+		case "nats":
+			s, err := buildNATSSink(cfg, log)
+			if err != nil {
+				return nil, err
+			}
+			out[name] = s
 		default:
-			return nil, fmt.Errorf("%s: sink %s is not built yet", config.Var("SINKS"), name)
+			return nil, fmt.Errorf("%s: sink %s has no builder", config.Var("SINKS"), name)
 		}
 	}
 	return out, nil
@@ -83,6 +102,30 @@ func buildKafkaSink(cfg config.Config, stableID func(string) (string, error)) (*
 			v = config.Var("KAFKA_TLS_CA_FILE")
 		}
 		return nil, fmt.Errorf("%s: %w", v, err)
+	}
+	return s, nil
+}
+
+// buildNATSSink makes the nats sink and runs its start-up check
+// (DECISIONS 30): a reachable server without a stream for the subject
+// stops the start; an unreachable one is a warning, and deliveries retry.
+func buildNATSSink(cfg config.Config, log zerolog.Logger) (*natssink.Sink, error) {
+	s, err := natssink.New(natssink.Options{
+		URL: cfg.NatsURL, Subject: cfg.NatsSubject, CredsFile: cfg.NatsCredsFile, Token: string(cfg.NatsToken),
+		TLSCAFile: cfg.NatsTLSCaFile, CreateStream: cfg.NatsCreateStream, PublishTimeout: cfg.NatsPublishTimeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrSinkConfig, config.Var("NATS_URL"), err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), natsCheckTimeout)
+	defer cancel()
+	switch err := s.Check(ctx); {
+	case errors.Is(err, natssink.ErrNoStream):
+		s.Close()
+		return nil, fmt.Errorf("%w: %s: %w", ErrSinkConfig, config.Var("NATS_SUBJECT"), err)
+	case err != nil:
+		log.Warn().Str("component", "sink").Str("sink", "nats").Str("event", "nats_unreachable").
+			Str("error", err.Error()).Msg("the NATS server did not answer at start; deliveries retry until it does")
 	}
 	return s, nil
 }
