@@ -91,3 +91,38 @@ func TestCIRunsTheREADMETestCommand(t *testing.T) {
 		t.Fatalf(".ci/run does not run the README's test command %q", m[1])
 	}
 }
+
+// TestREADMECodeFencesClose: every fenced block opens with ``` (and an
+// optional language) and closes with a line that is ``` alone, and the
+// sections that must render as prose are outside any block. A closing
+// fence with text after it is not a closing fence in Markdown, so every
+// later fence flips and the rest of the README renders as code.
+func TestREADMECodeFencesClose(t *testing.T) {
+	inside, open := false, 0
+	headings := map[string]bool{}
+	for i, line := range strings.Split(readme(t), "\n") {
+		trimmed := strings.TrimRight(line, " \t")
+		switch {
+		case strings.HasPrefix(trimmed, "```") && !inside:
+			if strings.ContainsAny(strings.TrimPrefix(trimmed, "```"), " `") {
+				t.Errorf("README line %d: an opening fence with more than a language: %q", i+1, line)
+			}
+			inside, open = true, i+1
+		case strings.HasPrefix(trimmed, "```") && inside:
+			if trimmed != "```" {
+				t.Errorf("README line %d: a closing fence with text after it: %q", i+1, line)
+			}
+			inside = false
+		case !inside && strings.HasPrefix(line, "## "):
+			headings[strings.TrimPrefix(line, "## ")] = true
+		}
+	}
+	if inside {
+		t.Errorf("README: the fence opened at line %d never closes", open)
+	}
+	for _, h := range []string{"Try it", "Test", "How it works", "Configuration", "Operating it", "Sinks", "Log events"} {
+		if !headings[h] {
+			t.Errorf("README: section %q is missing or renders inside a code block", h)
+		}
+	}
+}
