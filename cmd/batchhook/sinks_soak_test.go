@@ -9,12 +9,15 @@ package main
 // must be delivered and every batch found whole at every sink; a copy
 // beyond the first is allowed only where the sink's README guarantee
 // allows it, and is counted:
-//   - http: a part accepted twice must carry an id the receiver already
-//     had, byte-identical, and a kill must fall between the two copies;
+//   - http: a part accepted twice carries the same webhook-id and a
+//     byte-identical body, and is the part its batch had last had
+//     accepted when a kill came (the one in flight);
 //   - exec: every successful run hashes the export, and a second
 //     successful run of a batch must have a kill between the two starts;
 //   - nats: after the stream's duplicate window, exactly one message per
-//     item and one manifest per batch.
+//     item and one manifest per batch;
+//   - a kill repeats at most one http part or exec run per delivery going
+//     (SINK_WORKERS a sink).
 // go test -run TestSinksSoak ./cmd/batchhook -soak 2m runs it longer.
 
 import (
