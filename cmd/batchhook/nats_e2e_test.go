@@ -7,6 +7,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -232,41 +233,50 @@ func streamMessages(t *testing.T, st jetstream.Stream) []*jetstream.RawStreamMsg
 func checkNATSBatch(t *testing.T, s *setup, msgs []*jetstream.RawStreamMsg, id string) {
 	t.Helper()
 	results := s.checkExport(t, id)
-	lines := bytes.SplitAfter(results, []byte("\n"))
-	lines = lines[:len(lines)-1] // after the last "\n"
 	manifest, err := os.ReadFile(filepath.Join(s.exports, id, export.ManifestFile))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := natsBatchErr(msgs, id, results, manifest); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// natsBatchErr is checkNATSBatch's comparison, as an error (the soak
+// counts them): results and manifest are the export's files.
+func natsBatchErr(msgs []*jetstream.RawStreamMsg, id string, results, manifest []byte) error {
+	lines := bytes.SplitAfter(results, []byte("\n"))
+	lines = lines[:len(lines)-1] // after the last "\n"
 	next, manifests := 0, 0
 	for _, m := range msgs {
 		if m.Header.Get("Batchhook-Batch-Id") != id {
 			continue
 		}
 		if manifests > 0 {
-			t.Fatalf("batch %s: a message after its manifest", id)
+			return fmt.Errorf("batch %s: a message after its manifest", id)
 		}
 		switch kind := m.Header.Get("Batchhook-Kind"); kind {
 		case "item":
 			if next >= len(lines) || m.Header.Get("Batchhook-Index") != strconv.Itoa(next) || m.Header.Get("Nats-Msg-Id") != id+":"+strconv.Itoa(next) {
-				t.Fatalf("batch %s: item message %q (index %q) where item %d of %d was due", id, m.Header.Get("Nats-Msg-Id"), m.Header.Get("Batchhook-Index"), next, len(lines))
+				return fmt.Errorf("batch %s: item message %q (index %q) where item %d of %d was due", id, m.Header.Get("Nats-Msg-Id"), m.Header.Get("Batchhook-Index"), next, len(lines))
 			}
 			if !bytes.Equal(append(m.Data, '\n'), lines[next]) {
-				t.Fatalf("batch %s: item %d differs from line %d of results.ndjson", id, next, next)
+				return fmt.Errorf("batch %s: item %d differs from line %d of results.ndjson", id, next, next)
 			}
 			next++
 		case "manifest":
 			if m.Header.Get("Nats-Msg-Id") != id+":manifest" || !bytes.Equal(m.Data, manifest) {
-				t.Fatalf("batch %s: manifest message %q differs from manifest.json", id, m.Header.Get("Nats-Msg-Id"))
+				return fmt.Errorf("batch %s: manifest message %q differs from manifest.json", id, m.Header.Get("Nats-Msg-Id"))
 			}
 			manifests++
 		default:
-			t.Fatalf("batch %s: Batchhook-Kind %q", id, kind)
+			return fmt.Errorf("batch %s: Batchhook-Kind %q", id, kind)
 		}
 	}
 	if next != len(lines) || manifests != 1 {
-		t.Fatalf("batch %s: %d items and %d manifests in the stream, want %d and 1", id, next, manifests, len(lines))
+		return fmt.Errorf("batch %s: %d items and %d manifests in the stream, want %d and 1", id, next, manifests, len(lines))
 	}
+	return nil
 }
 
 // TestNATSSinkStartChecksTheStream: a reachable server without a stream
