@@ -46,7 +46,7 @@ type Options struct {
 	// URL receives the POSTs: absolute http or https, no userinfo.
 	URL string
 	// Key returns the signing key (the decoded bytes of the whsec_
-	// secret, see DecodeSecret). It is called on every attempt so that a
+	// secret; the daemon decodes it once). It is called on every attempt so that a
 	// reload of the secret applies to the next attempt.
 	Key func() []byte
 	// MaxItems is the most items a part holds (0 = DefaultMaxItems; at

@@ -4,34 +4,9 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 )
-
-// SecretPrefix starts a Standard Webhooks secret: "whsec_" then the key
-// in standard Base64.
-const SecretPrefix = "whsec_"
-
-// ErrBadSecret: a secret is not "whsec_" followed by non-empty standard
-// Base64. Its text never holds the secret.
-var ErrBadSecret = errors.New("secret must be whsec_ followed by standard base64 of the key")
-
-// DecodeSecret turns a "whsec_<base64>" secret into the key bytes that
-// sign, as Standard Webhooks libraries do, so an operator can give the
-// same string to batchhook and to their receiver.
-func DecodeSecret(s string) ([]byte, error) {
-	rest, ok := strings.CutPrefix(strings.TrimSpace(s), SecretPrefix)
-	if !ok {
-		return nil, ErrBadSecret
-	}
-	key, err := base64.StdEncoding.DecodeString(rest)
-	if err != nil || len(key) == 0 {
-		return nil, ErrBadSecret
-	}
-	return key, nil
-}
 
 // Sign returns the webhook-signature header value for one message:
 // "v1," and the standard Base64 of HMAC-SHA256(key, "<id>.<timestamp>.<body>").
