@@ -299,12 +299,7 @@ func validateBaseURL(raw string) error {
 	if raw == "" {
 		return errors.New("required")
 	}
-	// A query may carry a key (?api_key=…) just as userinfo may carry a
-	// password: such a value is never quoted back.
-	shown, hidden := strconv.Quote(raw), strings.ContainsAny(raw, "@?#")
-	if hidden {
-		shown = "the value (not shown: it holds an @, ? or #)"
-	}
+	shown, hidden := quoteURL(raw), strings.ContainsAny(raw, "@?#")
 	u, err := url.Parse(raw)
 	if err != nil {
 		var ue *url.Error
@@ -327,6 +322,16 @@ func validateBaseURL(raw string) error {
 		return fmt.Errorf("%s must not carry a query or fragment", shown)
 	}
 	return nil
+}
+
+// quoteURL quotes a URL for an error message, unless it may carry a
+// secret: userinfo (@) may hold a password, and a query or fragment a key
+// (?api_key=…, #token): such a value is never quoted back.
+func quoteURL(raw string) string {
+	if strings.ContainsAny(raw, "@?#") {
+		return "the value (not shown: it holds an @, ? or #)"
+	}
+	return strconv.Quote(raw)
 }
 
 // Variables returns the full name of every environment variable the daemon

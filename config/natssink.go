@@ -22,7 +22,7 @@ func (c *Config) validateNATSSink() error {
 	for _, one := range strings.Split(c.NatsURL, ",") {
 		u, err := url.Parse(strings.TrimSpace(one))
 		if err != nil || u.Host == "" || (u.Scheme != "nats" && u.Scheme != "tls" && u.Scheme != "ws" && u.Scheme != "wss") {
-			return fmt.Errorf("%s: %q must be a comma list of nats://, tls://, ws:// or wss:// host:port URLs", v, c.NatsURL)
+			return fmt.Errorf("%s: %s must be a comma list of nats://, tls://, ws:// or wss:// host:port URLs", v, quoteURL(c.NatsURL))
 		}
 	}
 	s := c.NatsSubject

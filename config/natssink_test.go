@@ -42,6 +42,7 @@ func TestNATSSinkErrorsNameTheVariable(t *testing.T) {
 		{"without url", with("NATS_URL", ""), "BATCHHOOK_NATS_URL", ""},
 		{"url with userinfo", with("NATS_URL", "nats://u:hunter2@h:4222"), "BATCHHOOK_NATS_URL", "hunter2"},
 		{"url http", with("NATS_URL", "http://h:4222"), "BATCHHOOK_NATS_URL", ""},
+		{"url with a token in its query", with("NATS_URL", "http://h:4222/?token=s3cr3t"), "BATCHHOOK_NATS_URL", "s3cr3t"},
 		{"subject wildcard", with("NATS_SUBJECT", "a.>"), "BATCHHOOK_NATS_SUBJECT", ""},
 		{"creds missing", with("NATS_CREDS_FILE", "/nonexistent/x.creds"), "BATCHHOOK_NATS_CREDS_FILE", ""},
 		{"ca missing", with("NATS_TLS_CA_FILE", "/nonexistent/ca.pem"), "BATCHHOOK_NATS_TLS_CA_FILE", ""},

@@ -112,13 +112,7 @@ func (c *Config) validateHTTPSink() error {
 	}
 	u, err := url.Parse(c.HTTPSinkURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		// A query or fragment may carry a token, as for API_BASE_URL:
-		// such a value is never quoted back.
-		shown := strconv.Quote(c.HTTPSinkURL)
-		if strings.ContainsAny(c.HTTPSinkURL, "?#") {
-			shown = "the value (not shown: it holds a ? or #)"
-		}
-		return fmt.Errorf("%s: %s must be an absolute http or https URL", Var("HTTP_SINK_URL"), shown)
+		return fmt.Errorf("%s: %s must be an absolute http or https URL", Var("HTTP_SINK_URL"), quoteURL(c.HTTPSinkURL))
 	}
 	if len(c.HTTPSinkSecret) == 0 {
 		return fmt.Errorf("%s or %s: required when %s includes http, and must not be empty",
