@@ -10,6 +10,8 @@ import (
 
 // Refetch puts an exported or abandoned batch back in the queue, due now,
 // from the first page, marked so that its new export replaces the old one.
+// A purged batch is refetched the same way while the provider still keeps
+// its results; its tombstone stays as the history of the earlier export.
 // It returns ErrState while the batch is queued or fetching (an operator
 // cannot refetch what is already on its way), ErrState with the reason once
 // retention has passed since RetentionStart (the provider no longer keeps
@@ -29,6 +31,15 @@ func (s *Store) Refetch(id string, retention time.Duration, now time.Time) (*Bat
 			// The dispatcher removes the old directory next: a new export
 			// published before that would be removed with it.
 			return fmt.Errorf("batch %s: its export is being removed; try again in a moment: %w", id, ErrState)
+		}
+		if exportBeingPurged(tx, id) {
+			// The purger deletes the old directory next: a new export
+			// published before that would be deleted with it.
+			return fmt.Errorf("batch %s: its purged export is being deleted; try again in a moment: %w", id, ErrState)
+		}
+		if start := b.RetentionStart(); now.Sub(start) > retention && b.State == StatePurged {
+			return fmt.Errorf("batch %s was purged and the provider no longer keeps its results (retention %s from %s ended %s): %w",
+				id, retention, start.UTC().Format(time.RFC3339), start.Add(retention).UTC().Format(time.RFC3339), ErrState)
 		}
 		if start := b.RetentionStart(); now.Sub(start) > retention {
 			return fmt.Errorf("batch %s: the provider no longer keeps its results (retention %s from %s ended %s): %w",

@@ -16,6 +16,12 @@ import (
 //	fetching ──fetcher: Checkpoint──▶ fetching (one page further)
 //	fetching ──fetcher: Retry / Restart / Release, or daemon start: ReleaseLeases──▶ queued
 //	fetching ──fetcher: Finish──▶ exported | abandoned (final)
+//	exported ──purger: EXPORT_RETENTION over, no delivery pending──▶ purged (final)
+//	abandoned ──purger: RECORD_RETENTION over──▶ purged (final)
+//	exported | abandoned | purged ──operator: Refetch──▶ queued
+//
+// A purged batch keeps its record as a tombstone (Batch.Tombstone): it stays
+// known, so a replayed batch.completed is a duplicate (DECISIONS 21).
 type State string
 
 // The batch states.
@@ -36,10 +42,14 @@ const (
 	// StateAbandoned: batchhook gave up (retention over, results gone, the
 	// provider refused the request); LastError says why. Final.
 	StateAbandoned State = "abandoned"
+	// StatePurged: the purger deleted the batch's export (EXPORT_RETENTION)
+	// or reduced its record (RECORD_RETENTION); Tombstone says what is
+	// left. Final.
+	StatePurged State = "purged"
 )
 
 // Final reports whether no worker will touch a batch in state s again.
-func (s State) Final() bool { return s == StateExported || s == StateAbandoned }
+func (s State) Final() bool { return s == StateExported || s == StateAbandoned || s == StatePurged }
 
 // Awaiting reports whether a batch in state s waits for its first
 // batch.completed: a webhook for it is accepted, not a duplicate.
@@ -54,7 +64,7 @@ func (b *Batch) awaitingNotification() bool {
 }
 
 // States lists every batch state, in pipeline order (for metrics and docs).
-var States = []State{StateSubmitted, StateTracked, StateQueued, StateFetching, StateExported, StateAbandoned}
+var States = []State{StateSubmitted, StateTracked, StateQueued, StateFetching, StateExported, StateAbandoned, StatePurged}
 
 // Source says how batchhook learned that a batch was final.
 const (
@@ -147,6 +157,10 @@ type Batch struct {
 	// final (or failed); NextPollAt is when the next one is due.
 	PollAttempts int       `json:"poll_attempts,omitempty"`
 	NextPollAt   time.Time `json:"next_poll_at,omitzero"`
+
+	// Tombstone is set once the purger removed personal data of the batch
+	// (store/purge.go); nil before.
+	Tombstone *Tombstone `json:"tombstone,omitempty"`
 }
 
 // Quarantined is a signed delivery that failed validation, kept so that

@@ -84,6 +84,9 @@ func open(dir string, lockTimeout time.Duration, openFile func(string, int, os.F
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
 		}
+		if err := backfillPurgeIndex(tx); err != nil {
+			return err
+		}
 		_, err := backfillAwaiting(tx)
 		return err
 	})

@@ -84,12 +84,16 @@ type Chunk struct {
 	CPFCount     int        `json:"cpf_count"`
 	// CPFs are kept until the provider accepted the chunk, then dropped:
 	// the store holds no more personal data than it needs.
-	CPFs      []string  `json:"cpfs,omitempty"`
-	BatchID   string    `json:"batch_id,omitempty"`
-	Attempts  int       `json:"attempts,omitempty"`
-	LastError string    `json:"last_error,omitempty"`
-	SentAt    time.Time `json:"sent_at,omitzero"`
-	UpdatedAt time.Time `json:"updated_at"`
+	CPFs []string `json:"cpfs,omitempty"`
+	// CPFsPurged says the purger deleted the CPFs of this failed or
+	// submit_unknown chunk after RECORD_RETENTION: it keeps its counts but
+	// can no longer be resent.
+	CPFsPurged bool      `json:"cpfs_purged,omitempty"`
+	BatchID    string    `json:"batch_id,omitempty"`
+	Attempts   int       `json:"attempts,omitempty"`
+	LastError  string    `json:"last_error,omitempty"`
+	SentAt     time.Time `json:"sent_at,omitzero"`
+	UpdatedAt  time.Time `json:"updated_at"`
 }
 
 func chunkKey(seq uint64, index int) []byte {
@@ -197,6 +201,10 @@ func (s *Store) ChunkResend(submissionID string, index int, now time.Time) (*Chu
 		if c.State != ChunkFailed && c.State != ChunkUnknown {
 			return fmt.Errorf("chunk %d of submission %s is %s; only failed or submit_unknown chunks are resent: %w",
 				index, submissionID, c.State, ErrState)
+		}
+		if c.CPFsPurged {
+			return fmt.Errorf("chunk %d of submission %s: its CPFs were deleted after BATCHHOOK_RECORD_RETENTION; submit them again as a new submission: %w",
+				index, submissionID, ErrState)
 		}
 		c.UpdatedAt = now
 		if err := setChunkState(tx, c, ChunkWaiting); err != nil {

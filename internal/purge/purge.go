@@ -1,0 +1,185 @@
+// Package purge is the purger: the loop that keeps personal data only as
+// long as the operator decides (issue 12 §1). Every PURGE_INTERVAL, and at
+// start, one pass deletes the exports older than EXPORT_RETENTION (the
+// batch becomes purged, with a tombstone), reduces the records of batches
+// finished more than RECORD_RETENTION ago to tombstones, and deletes the
+// quarantined and audited raw bodies and the CPFs of failed and
+// submit_unknown chunks older than RECORD_RETENTION.
+//
+// Crash safety comes from the order: the tombstone and the intent to
+// delete the files are committed first (store.PurgeExport), the files are
+// deleted next, the intent is cleared last. Every pass begins by finishing
+// the deletions a crash interrupted, so no export is ever half-deleted
+// without its tombstone and none is orphaned.
+package purge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/batchhook/batchhook/store"
+)
+
+// Store is what the purger needs from the store. Every method is one short
+// transaction; PurgeExport returns store.ErrDeliveryPending while a sink
+// still has the export to deliver and store.ErrState when the batch left
+// the exported state (a refetch came first).
+type Store interface {
+	ExportPurgeCandidates(before time.Time, after string, limit int) ([]store.Batch, string, error)
+	PurgeExport(id string, p store.ExportPurge, now time.Time) (*store.Batch, error)
+	ExportFileRemovals() ([]string, error)
+	ExportFilesRemoved(id string) error
+	PurgeRecords(before time.Time, after string, limit int, now time.Time) (int, string, error)
+	PurgeQuarantine(before time.Time, after string, limit int) (int, string, error)
+	PurgeAudit(before time.Time, after string, limit int) (int, string, error)
+	PurgeChunkCPFs(before time.Time, after string, limit int) (int, string, error)
+}
+
+var _ Store = (*store.Store)(nil)
+
+// Files is the export root. Errors are the file system's, wrapped.
+type Files interface {
+	// Manifest reads the published manifest of batchID; ok is false when
+	// there is none.
+	Manifest(batchID string) (sha256 string, items int64, exportedAt time.Time, ok bool, err error)
+	// Purge deletes everything kept for batchID (published, staged, set
+	// aside); a missing export is not an error.
+	Purge(batchID string) error
+}
+
+// Observer counts what a pass deleted, by kind (export, record,
+// quarantine, audit, chunk_cpfs).
+type Observer interface {
+	Purged(kind string, n int)
+}
+
+// The kinds counted by Observer and logged by records_purged.
+const (
+	KindExport     = "export"
+	KindRecord     = "record"
+	KindQuarantine = "quarantine"
+	KindAudit      = "audit"
+	KindChunkCPFs  = "chunk_cpfs"
+)
+
+// Kinds lists every kind (metrics start each series at 0).
+var Kinds = []string{KindExport, KindRecord, KindQuarantine, KindAudit, KindChunkCPFs}
+
+// Options configure a Purger. A retention of 0 keeps that data for ever.
+type Options struct {
+	Store           Store
+	Files           Files
+	Logger          zerolog.Logger
+	Observer        Observer
+	ExportRetention time.Duration
+	RecordRetention time.Duration
+	Interval        time.Duration
+	// TxLimit bounds the entries one transaction examines (default 500),
+	// so that the receiver's commits never wait long behind a pass.
+	TxLimit int
+	Now     func() time.Time
+}
+
+// Purger runs the passes. Run owns the loop; Pass is one pass.
+type Purger struct {
+	o Options
+}
+
+// New checks o and returns a purger.
+func New(o Options) (*Purger, error) {
+	switch {
+	case o.Store == nil || o.Files == nil:
+		return nil, errors.New("purge: a store and an export root are required")
+	case o.ExportRetention < 0 || o.RecordRetention < 0:
+		return nil, errors.New("purge: a retention must not be negative")
+	case o.Interval <= 0:
+		return nil, errors.New("purge: the interval must be positive")
+	}
+	if o.TxLimit <= 0 {
+		o.TxLimit = 500
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Observer == nil {
+		o.Observer = nopObserver{}
+	}
+	return &Purger{o: o}, nil
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Purged(string, int) {}
+
+// Run makes a pass at once and then every Interval until ctx ends. A
+// failed pass is logged and tried again at the next tick (a failed store
+// stops the daemon on its own). It returns nil when ctx ends.
+func (p *Purger) Run(ctx context.Context) error {
+	t := time.NewTicker(p.o.Interval)
+	defer t.Stop()
+	for {
+		if _, err := p.Pass(ctx, p.o.Now()); err != nil && ctx.Err() == nil {
+			p.o.Logger.Error().Str("event", "purge_failed").Err(err).Msg("purge pass failed; retried at the next interval")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Result counts what one pass deleted, by kind; Blocked counts the exports
+// due but kept because a delivery of them is pending.
+type Result struct {
+	Purged  map[string]int
+	Blocked int
+}
+
+// Pass finishes interrupted deletions, then purges what is due at now.
+func (p *Purger) Pass(ctx context.Context, now time.Time) (Result, error) {
+	r := Result{Purged: map[string]int{}}
+	if err := p.finishRemovals(ctx); err != nil {
+		return r, err
+	}
+	if p.o.ExportRetention > 0 {
+		if err := p.purgeExports(ctx, now, &r); err != nil {
+			return r, err
+		}
+	}
+	if p.o.RecordRetention > 0 {
+		if err := p.purgeRecords(ctx, now, &r); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// finishRemovals deletes the files of purged batches whose deletion a crash
+// (or a failed removal) left unfinished.
+func (p *Purger) finishRemovals(ctx context.Context) error {
+	ids, err := p.o.Store.ExportFileRemovals()
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := p.removeFiles(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Purger) removeFiles(id string) error {
+	if err := p.o.Files.Purge(id); err != nil {
+		return fmt.Errorf("delete purged export of %s: %w", id, err)
+	}
+	return p.o.Store.ExportFilesRemoved(id)
+}

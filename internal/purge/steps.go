@@ -1,0 +1,131 @@
+package purge
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/batchhook/batchhook/store"
+)
+
+// purgeExports deletes the exports exported at or before now -
+// EXPORT_RETENTION. The export date is the earlier of the record's finish
+// and the manifest's exported_at (a crash between publishing and recording
+// makes the record later). An export a sink still has pending is kept
+// (DECISIONS 23); one whose deliveries ended failed is deleted and the
+// sinks that never had it are logged.
+func (p *Purger) purgeExports(ctx context.Context, now time.Time, r *Result) error {
+	before := now.Add(-p.o.ExportRetention)
+	after := ""
+	for {
+		batches, next, err := p.o.Store.ExportPurgeCandidates(before, after, p.o.TxLimit)
+		if err != nil {
+			return err
+		}
+		for i := range batches {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := p.purgeExport(&batches[i], before, now, r); err != nil {
+				return err
+			}
+		}
+		if next == "" {
+			return nil
+		}
+		after = next
+	}
+}
+
+func (p *Purger) purgeExport(b *store.Batch, before, now time.Time, r *Result) error {
+	ep := store.ExportPurge{ExportedAt: b.FinishedAt, ManifestItems: b.Checkpoint.Items}
+	sum, items, exportedAt, ok, err := p.o.Files.Manifest(b.ID)
+	if err != nil {
+		return err
+	}
+	if ok {
+		ep.ManifestSHA256, ep.ManifestItems = sum, items
+		if !exportedAt.IsZero() && (ep.ExportedAt.IsZero() || exportedAt.Before(ep.ExportedAt)) {
+			ep.ExportedAt = exportedAt
+		}
+	}
+	if ep.ExportedAt.IsZero() {
+		ep.ExportedAt = b.UpdatedAt
+	}
+	if ep.ExportedAt.After(before) {
+		return nil // finished later than it was created: not due yet
+	}
+	purged, err := p.o.Store.PurgeExport(b.ID, ep, now)
+	switch {
+	case errors.Is(err, store.ErrDeliveryPending):
+		r.Blocked++
+		p.o.Logger.Debug().Str("event", "export_purge_waiting").Str("batch_id", b.ID).
+			Msg("export due for purge kept: a delivery of it is pending")
+		return nil
+	case errors.Is(err, store.ErrState):
+		return nil // refetched since the candidates were read
+	case err != nil:
+		return err
+	}
+	if err := p.removeFiles(b.ID); err != nil {
+		return err
+	}
+	r.Purged[KindExport]++
+	p.o.Observer.Purged(KindExport, 1)
+	ev := p.o.Logger.Info().Str("event", "export_purged").Str("batch_id", b.ID).
+		Time("exported_at", ep.ExportedAt).Int64("items", ep.ManifestItems)
+	msg := "export deleted after BATCHHOOK_EXPORT_RETENTION; the batch is purged"
+	if never := purged.Tombstone.NeverDelivered; len(never) > 0 {
+		ev = p.o.Logger.Warn().Str("event", "export_purged").Str("batch_id", b.ID).
+			Time("exported_at", ep.ExportedAt).Int64("items", ep.ManifestItems).Strs("sinks_never_delivered", never)
+		msg = "export deleted after BATCHHOOK_EXPORT_RETENTION although these sinks never received it (their delivery failed)"
+	}
+	ev.Msg(msg)
+	return nil
+}
+
+// purgeRecords reduces records, and deletes raw bodies and chunk CPFs, at
+// or before now - RECORD_RETENTION, one bounded transaction at a time.
+func (p *Purger) purgeRecords(ctx context.Context, now time.Time, r *Result) error {
+	before := now.Add(-p.o.RecordRetention)
+	steps := []struct {
+		kind string
+		run  func(after string) (int, string, error)
+	}{
+		{KindRecord, func(after string) (int, string, error) {
+			return p.o.Store.PurgeRecords(before, after, p.o.TxLimit, now)
+		}},
+		{KindQuarantine, func(after string) (int, string, error) { return p.o.Store.PurgeQuarantine(before, after, p.o.TxLimit) }},
+		{KindAudit, func(after string) (int, string, error) { return p.o.Store.PurgeAudit(before, after, p.o.TxLimit) }},
+		{KindChunkCPFs, func(after string) (int, string, error) { return p.o.Store.PurgeChunkCPFs(before, after, p.o.TxLimit) }},
+	}
+	total := 0
+	for _, s := range steps {
+		after := ""
+		for {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			n, next, err := s.run(after)
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				r.Purged[s.kind] += n
+				total += n
+				p.o.Observer.Purged(s.kind, n)
+			}
+			if next == "" {
+				break
+			}
+			after = next
+		}
+	}
+	if total > 0 {
+		p.o.Logger.Info().Str("event", "records_purged").Int(KindRecord, r.Purged[KindRecord]).
+			Int(KindQuarantine, r.Purged[KindQuarantine]).Int(KindAudit, r.Purged[KindAudit]).
+			Int(KindChunkCPFs, r.Purged[KindChunkCPFs]).Time("before", before).
+			Msg("personal data older than BATCHHOOK_RECORD_RETENTION deleted; batch records reduced to tombstones")
+	}
+	return nil
+}
