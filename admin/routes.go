@@ -46,6 +46,9 @@ type BatchView struct {
 	// it was removed once every sink had it (file not configured).
 	Refetches     int  `json:"refetches,omitempty"`
 	ExportRemoved bool `json:"export_removed,omitempty"`
+	// Tombstone is what the purger kept of a purged batch (or of one
+	// whose record it reduced): dates, the manifest's sha256 and items.
+	Tombstone *store.Tombstone `json:"tombstone,omitempty"`
 	// Deliveries are the batch's deliveries to the sinks (show only).
 	Deliveries []DeliveryView `json:"deliveries,omitempty"`
 }
@@ -69,7 +72,7 @@ func viewOf(b *store.Batch) BatchView {
 		v.FinishedAt = &t
 	}
 	v.SubmissionID, v.CPFCount, v.PollAttempts = b.SubmissionID, b.CPFCount, b.PollAttempts
-	v.Refetches, v.ExportRemoved = b.Refetches, b.ExportRemoved
+	v.Refetches, v.ExportRemoved, v.Tombstone = b.Refetches, b.ExportRemoved, b.Tombstone
 	if !b.SubmittedAt.IsZero() {
 		t := b.SubmittedAt
 		v.SubmittedAt = &t
@@ -103,7 +106,7 @@ func (s *Server) listBatches(c echo.Context) error {
 	}
 	state := store.State(c.QueryParam("state"))
 	if state != "" && !slices.Contains(store.States, state) {
-		return fail(c, http.StatusBadRequest, "state must be submitted, tracked, queued, fetching, exported or abandoned")
+		return fail(c, http.StatusBadRequest, "state must be submitted, tracked, queued, fetching, exported, abandoned or purged")
 	}
 	batches, next, err := s.o.Store.List(state, limit, c.QueryParam("cursor"))
 	if err != nil {

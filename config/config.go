@@ -60,6 +60,15 @@ type Config struct {
 	BackoffMax    time.Duration `split_words:"true" default:"5m"`
 	NotFoundGrace time.Duration `split_words:"true" default:"1h"`
 
+	// Retention of personal data (issue 12): exports are deleted
+	// ExportRetention after they were exported, records reduced to
+	// tombstones (and raw bodies, chunk CPFs deleted) RecordRetention after
+	// the batch finished; 0 keeps them for ever. The purger runs every
+	// PurgeInterval and at start.
+	ExportRetention time.Duration `split_words:"true" default:"720h"`
+	RecordRetention time.Duration `split_words:"true" default:"2160h"`
+	PurgeInterval   time.Duration `split_words:"true" default:"1h"`
+
 	MaxBodyBytes int64 `split_words:"true" default:"65536"`
 	MaxPageBytes int64 `split_words:"true" default:"33554432"`
 
@@ -228,6 +237,9 @@ func (c *Config) Validate() error {
 		{c.BackoffBase > 0, "BACKOFF_BASE", "must be positive"},
 		{c.BackoffMax >= c.BackoffBase, "BACKOFF_MAX", "must be at least BATCHHOOK_BACKOFF_BASE"},
 		{c.NotFoundGrace >= 0, "NOT_FOUND_GRACE", "must not be negative"},
+		{c.ExportRetention >= 0, "EXPORT_RETENTION", "must not be negative (0 keeps exports for ever)"},
+		{c.RecordRetention >= 0, "RECORD_RETENTION", "must not be negative (0 keeps records for ever)"},
+		{c.PurgeInterval > 0, "PURGE_INTERVAL", "must be positive"},
 		{c.MaxBodyBytes >= 1024 && c.MaxBodyBytes <= 16<<20, "MAX_BODY_BYTES", "must be between 1024 and 16777216"},
 		{c.MaxPageBytes >= 4096, "MAX_PAGE_BYTES", "must be at least 4096"},
 		{c.SubmitPerMinute >= 1, "SUBMIT_PER_MINUTE", "must be at least 1"},

@@ -103,28 +103,36 @@ func printJSON(w io.Writer, raw []byte) error {
 }
 
 type batchRow struct {
-	ID            string        `json:"id"`
-	State         string        `json:"state"`
-	Status        string        `json:"status"`
-	Source        string        `json:"source"`
-	Pages         int64         `json:"pages"`
-	Items         int64         `json:"items"`
-	ReceivedAt    time.Time     `json:"received_at"`
-	FetchAttempts int           `json:"fetch_attempts"`
-	NextAttemptAt *time.Time    `json:"next_attempt_at"`
-	LastError     string        `json:"last_error"`
-	ErrorKind     string        `json:"error_kind"`
-	ExportPath    string        `json:"export_path"`
-	Attempt       int           `json:"delivery_attempt"`
-	Flags         []string      `json:"flags"`
-	Refetch       bool          `json:"refetch"`
-	SubmissionID  string        `json:"submission_id"`
-	CPFCount      int           `json:"cpf_count"`
-	SubmittedAt   *time.Time    `json:"submitted_at"`
-	PollAttempts  int           `json:"poll_attempts"`
-	NextPollAt    *time.Time    `json:"next_poll_at"`
-	ExportRemoved bool          `json:"export_removed"`
-	Deliveries    []deliveryRow `json:"deliveries"`
+	ID            string     `json:"id"`
+	State         string     `json:"state"`
+	Status        string     `json:"status"`
+	Source        string     `json:"source"`
+	Pages         int64      `json:"pages"`
+	Items         int64      `json:"items"`
+	ReceivedAt    time.Time  `json:"received_at"`
+	FetchAttempts int        `json:"fetch_attempts"`
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+	LastError     string     `json:"last_error"`
+	ErrorKind     string     `json:"error_kind"`
+	ExportPath    string     `json:"export_path"`
+	Attempt       int        `json:"delivery_attempt"`
+	Flags         []string   `json:"flags"`
+	Refetch       bool       `json:"refetch"`
+	SubmissionID  string     `json:"submission_id"`
+	CPFCount      int        `json:"cpf_count"`
+	SubmittedAt   *time.Time `json:"submitted_at"`
+	PollAttempts  int        `json:"poll_attempts"`
+	NextPollAt    *time.Time `json:"next_poll_at"`
+	ExportRemoved bool       `json:"export_removed"`
+	Tombstone     *struct {
+		PurgedAt       time.Time `json:"purged_at"`
+		ExportPurgedAt time.Time `json:"export_purged_at"`
+		RecordPurgedAt time.Time `json:"record_purged_at"`
+		ManifestSHA256 string    `json:"manifest_sha256"`
+		ManifestItems  int64     `json:"manifest_items"`
+		NeverDelivered []string  `json:"never_delivered"`
+	} `json:"tombstone"`
+	Deliveries []deliveryRow `json:"deliveries"`
 }
 
 const batchesUsage = `Usage:
@@ -152,7 +160,7 @@ func batches(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, batchesUsage); fs.PrintDefaults() }
 	asJSON, client := commonFlags(fs)
-	state := fs.String("state", "", "only batches in this state (submitted, tracked, queued, fetching, exported, abandoned)")
+	state := fs.String("state", "", "only batches in this state (submitted, tracked, queued, fetching, exported, abandoned, purged)")
 	limit := fs.Int("limit", 50, "batches per page (1 to 1000)")
 	cursor := fs.String("cursor", "", "next_cursor of a previous page")
 	sinkName := fs.String("sink", "", "redeliver: the sink to deliver to again (http, exec, …)")
@@ -258,6 +266,19 @@ func batches(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if b.ExportRemoved {
 		rows = append(rows, [2]string{"export removed", "yes (every sink had it; refetch before a redeliver)"})
+	}
+	if t := b.Tombstone; t != nil {
+		rows = append(rows, [2]string{"purged", t.PurgedAt.UTC().Format(time.RFC3339)})
+		if !t.ExportPurgedAt.IsZero() {
+			rows = append(rows, [2]string{"export purged", fmt.Sprintf("%s (%d items, sha256 %s)",
+				t.ExportPurgedAt.UTC().Format(time.RFC3339), t.ManifestItems, t.ManifestSHA256)})
+		}
+		if !t.RecordPurgedAt.IsZero() {
+			rows = append(rows, [2]string{"record reduced", t.RecordPurgedAt.UTC().Format(time.RFC3339)})
+		}
+		if len(t.NeverDelivered) > 0 {
+			rows = append(rows, [2]string{"never delivered to", strings.Join(t.NeverDelivered, ", ")})
+		}
 	}
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])

@@ -61,7 +61,8 @@ type Daemon struct {
 	adminAddr net.Addr
 	listening atomic.Bool
 	cancel    context.CancelFunc
-	// loops are the background loops (fetcher, submitter, reconciler);
+	// loops are the background loops (fetcher, submitter, reconciler,
+	// purger);
 	// each sends its result on loopErr when it stops.
 	loops   int
 	loopErr chan error
@@ -162,7 +163,11 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	if err != nil {
 		return err
 	}
-	loops := []func(context.Context) error{f.Run, d.watchStore}
+	purger, err := d.purger()
+	if err != nil {
+		return err
+	}
+	loops := []func(context.Context) error{f.Run, d.watchStore, purger.Run}
 	sub, rec, svc, err := d.submitSide(client)
 	if err != nil {
 		return err

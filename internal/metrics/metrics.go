@@ -44,6 +44,7 @@ type Metrics struct {
 	reconciled      prometheus.Counter
 	logLinesDropped *prometheus.CounterVec
 	sinkDeliveries  *prometheus.CounterVec
+	purged          *prometheus.CounterVec
 	collector       *stateCollector
 }
 
@@ -97,10 +98,14 @@ func New(states States, now func() time.Time) *Metrics {
 			Name: "batchhook_sink_deliveries_total",
 			Help: "Delivery attempts by sink and outcome (delivered, retry, failed).",
 		}, []string{"sink", "outcome"}),
+		purged: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "batchhook_purged_total",
+			Help: "Personal data deleted by the purger, by kind (export, record, quarantine, audit, chunk_cpfs).",
+		}, []string{"kind"}),
 		collector: &stateCollector{states: states, now: now},
 	}
 	m.reg.MustRegister(m.webhookRequests, m.webhookAck, m.fetchPages, m.fetchErrors, m.exportItems,
-		m.batchesFinished, m.reloads, m.submissions, m.reconciled, m.logLinesDropped, m.sinkDeliveries, m.collector,
+		m.batchesFinished, m.reloads, m.submissions, m.reconciled, m.logLinesDropped, m.sinkDeliveries, m.purged, m.collector,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -121,6 +126,16 @@ func (m *Metrics) InitSinks(names []string) {
 func (m *Metrics) SinkOutcome(sink, outcome string) {
 	m.sinkDeliveries.WithLabelValues(sink, outcome).Inc()
 }
+
+// InitPurged starts the batchhook_purged_total series of each kind at 0.
+func (m *Metrics) InitPurged(kinds []string) {
+	for _, k := range kinds {
+		m.purged.WithLabelValues(k)
+	}
+}
+
+// Purged counts n items of kind deleted by the purger.
+func (m *Metrics) Purged(kind string, n int) { m.purged.WithLabelValues(kind).Add(float64(n)) }
 
 // Handler serves the registry in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {

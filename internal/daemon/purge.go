@@ -1,0 +1,30 @@
+package daemon
+
+import (
+	"time"
+
+	"github.com/batchhook/batchhook/export"
+	"github.com/batchhook/batchhook/internal/purge"
+)
+
+// purger wires the purge loop (issue 12 §1) to the store and the export
+// root, with the retentions of the configuration.
+func (d *Daemon) purger() (*purge.Purger, error) {
+	d.metrics.InitPurged(purge.Kinds)
+	return purge.New(purge.Options{
+		Store: d.store, Files: exportFiles{d.sink}, Observer: d.metrics,
+		Logger:          d.log.With().Str("component", "purger").Logger(),
+		ExportRetention: d.cfg.ExportRetention, RecordRetention: d.cfg.RecordRetention, Interval: d.cfg.PurgeInterval,
+	})
+}
+
+// exportFiles adapts export.Dir to purge.Files, so the purge package needs
+// no knowledge of the manifest's layout.
+type exportFiles struct{ dir *export.Dir }
+
+func (f exportFiles) Manifest(batchID string) (string, int64, time.Time, bool, error) {
+	m, ok, err := f.dir.Manifest(batchID)
+	return m.SHA256, m.Items, m.ExportedAt, ok, err
+}
+
+func (f exportFiles) Purge(batchID string) error { return f.dir.Purge(batchID) }
