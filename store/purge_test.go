@@ -174,6 +174,17 @@ func TestPurgeRecordsReducesFinalBatchesToTombstones(t *testing.T) {
 	if _, err := s.Record(note("queued", t0)); err != nil {
 		t.Fatal(err)
 	}
+	// Recorded early but finished late: the created index lets it through,
+	// its finish date keeps it.
+	if _, err := s.Record(note("slow", t0.Add(-time.Hour))); err != nil {
+		t.Fatal(err)
+	}
+	if b, _, _ := s.Lease(t0.Add(10 * 24 * time.Hour)); b == nil || b.ID != "slow" {
+		t.Fatalf("leased %+v, want slow", b)
+	}
+	if err := s.Finish("slow", StateAbandoned, "", "HTTP 410", t0.Add(10*24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
 	before, now := t0.Add(24*time.Hour), t0.Add(91*24*time.Hour)
 	n, next, err := s.PurgeRecords(before, "", 500, now)
 	if err != nil || n != 2 || next != "" {
@@ -197,7 +208,7 @@ func TestPurgeRecordsReducesFinalBatchesToTombstones(t *testing.T) {
 	if b, _ := s.Get("aband"); b.State != StatePurged || b.LastError != "HTTP 410" {
 		t.Fatalf("abandoned batch after reduction = %s %q, want purged keeping its reason", b.State, b.LastError)
 	}
-	for _, id := range []string{"late", "queued"} {
+	for _, id := range []string{"late", "queued", "slow"} {
 		if b, _ := s.Get(id); b.Notification.Raw == nil || b.Tombstone != nil {
 			t.Fatalf("%s reduced before its time: %+v", id, b)
 		}

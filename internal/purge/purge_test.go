@@ -107,11 +107,14 @@ func (e *env) purger(t *testing.T, f purge.Files, exportRet, recordRet time.Dura
 
 // export records, fetches (one real staged page) and publishes batch id at
 // at, through the real store and export root.
-func (e *env) export(t *testing.T, id string, at time.Time) {
+func (e *env) export(t *testing.T, id string, at time.Time) { t.Helper(); e.exportLate(t, id, at, at) }
+
+// exportLate records batch id at rec and exports it at at.
+func (e *env) exportLate(t *testing.T, id string, rec, at time.Time) {
 	t.Helper()
 	n := int64(2)
 	if _, err := e.st.Record(store.Notification{Event: "batch.completed", BatchID: id, Status: "completed", TotalRequested: &n,
-		ReceivedAt: at, Source: store.SourceWebhook, Raw: []byte(`{"batch_id":"` + id + `"}`)}); err != nil {
+		ReceivedAt: rec, Source: store.SourceWebhook, Raw: []byte(`{"batch_id":"` + id + `"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if b, _, err := e.st.Lease(at); err != nil || b == nil || b.ID != id {
@@ -149,6 +152,7 @@ func TestPassPurgesDueExportsAndWhatIsStagedForThem(t *testing.T) {
 	e.export(t, "young", t0.Add(20*day))
 	e.export(t, "x1", t0)
 	e.export(t, "x2", t0)
+	e.exportLate(t, "slow", t0, t0.Add(20*day)) // an early record exported late: not due
 	m, _, _ := e.dir.Manifest("old")
 	// Leftovers a crash could leave: a staged copy and an old copy aside.
 	if _, err := e.dir.Append("old", 0, []json.RawMessage{json.RawMessage(item)}); err != nil {
@@ -171,7 +175,7 @@ func TestPassPurgesDueExportsAndWhatIsStagedForThem(t *testing.T) {
 			t.Fatalf("%s survived the purge", p)
 		}
 	}
-	if !exists(t, e.dir.Path("young")) {
+	if !exists(t, e.dir.Path("young")) || !exists(t, e.dir.Path("slow")) {
 		t.Fatal("an export within retention was deleted")
 	}
 	b, _ := e.st.Get("old")
@@ -229,7 +233,7 @@ func TestACrashBetweenTombstoneAndRemovalIsFinishedByTheNextPass(t *testing.T) {
 	if b.State != store.StatePurged || b.Tombstone == nil || !exists(t, e.dir.Path("b1")) {
 		t.Fatalf("after the interrupted purge: %s %+v; want the tombstone committed and the files still there", b.State, b.Tombstone)
 	}
-	if _, err := e.st.Refetch("b1", 7*day, now); !errors.Is(err, store.ErrState) {
+	if _, err := e.st.Refetch("b1", 2*month, now); !errors.Is(err, store.ErrState) || !strings.Contains(err.Error(), "being deleted") {
 		t.Fatalf("refetch while the purged files remain = %v, want ErrState", err)
 	}
 	// The next start's pass finishes the removal, nothing else due.
