@@ -1,0 +1,64 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/batchhook/batchhook/lookupsim"
+)
+
+// TestExportPurgedAfterRetentionStaysKnown runs the real binary with a
+// 2 s EXPORT_RETENTION: the export is deleted by the purger, the batch is
+// listed as purged, and a replay of its notification is a duplicate.
+func TestExportPurgedAfterRetentionStaysKnown(t *testing.T) {
+	s := newSetup(t, lookupsim.Options{})
+	s.env["BATCHHOOK_EXPORT_RETENTION"] = "2s"
+	s.env["BATCHHOOK_PURGE_INTERVAL"] = "200ms"
+	d := startDaemon(t, s.addr, s.env)
+	cpfs := lookupsim.SampleCPFs(60, 7)
+	id, err := s.sim.Submit(cpfs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := s.waitExport(t, id, d, 20*time.Second)
+	dir := filepath.Join(s.exports, id)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if _, err := os.Lstat(dir); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("export %s still there 15 s after a 2 s retention\n%s", dir, d.out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	out, errOut, code := cli(t, d, "", "batches", "list", "--state", "purged")
+	if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "purged") {
+		t.Fatalf("batches list --state purged = %d\n%s%s", code, out, errOut)
+	}
+	out, _, code = cli(t, d, "", "batches", "show", id)
+	if code != 0 || !strings.Contains(out, "export purged:") || !strings.Contains(out, m.SHA256) {
+		t.Fatalf("batches show of a purged batch lacks its tombstone (manifest sha256 %s):\n%s", m.SHA256, out)
+	}
+	raw, _ := s.sim.Notification(id)
+	if code, reply := postSigned(t, s.addr, raw, 5); code != 200 || reply["result"] != "duplicate" {
+		t.Fatalf("replay of a purged batch: %d %v; want a duplicate", code, reply)
+	}
+	if st, body := get(t, d.admin+"/metrics", ""); st != 200 || !strings.Contains(body, `batchhook_purged_total{kind="export"} 1`) ||
+		!strings.Contains(body, `batchhook_batches{state="purged"} 1`) {
+		t.Fatalf("metrics after the purge (%d) lack the purge:\n%s", st, body)
+	}
+	logs := d.out.String()
+	if !strings.Contains(logs, `"event":"export_purged"`) || !strings.Contains(logs, `"batch_id":"`+id+`"`) {
+		t.Fatalf("no export_purged line for %s:\n%s", id, logs)
+	}
+	for _, c := range cpfs {
+		if strings.Contains(logs, c) {
+			t.Fatalf("logs contain a CPF")
+		}
+	}
+	d.stop(t)
+}
