@@ -60,5 +60,12 @@ func TestExportPurgedAfterRetentionStaysKnown(t *testing.T) {
 			t.Fatalf("logs contain a CPF")
 		}
 	}
+	// The provider still keeps the results: a refetch brings the export back.
+	if out, errOut, code := cli(t, d, "", "batches", "refetch", id); code != 0 {
+		t.Fatalf("refetch of a purged batch = %d\n%s%s", code, out, errOut)
+	}
+	if again := s.waitExport(t, id, d, 20*time.Second); again.SHA256 != m.SHA256 {
+		t.Fatalf("refetched export sha256 %s, want %s", again.SHA256, m.SHA256)
+	}
 	d.stop(t)
 }

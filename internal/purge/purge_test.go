@@ -341,3 +341,32 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		}
 	}
 }
+
+func TestAnExportAlreadyRemovedForTheSinksIsPurgedOnceDue(t *testing.T) {
+	e := newEnv(t)
+	e.st.SetSinks([]string{"http"})
+	e.export(t, "b1", t0)
+	ds, _ := e.st.Deliveries("b1")
+	remove, err := e.st.Delivered("b1", "http", ds[0].Generation, t0, true)
+	if err != nil || !remove {
+		t.Fatalf("Delivered = %v %v; want the export queued for removal", remove, err)
+	}
+	if err := e.dir.Remove("b1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.ExportRemovalDone("b1"); err != nil {
+		t.Fatal(err)
+	}
+	p := e.purger(t, nil, month, 0)
+	if r, err := p.Pass(context.Background(), t0.Add(month-time.Hour)); err != nil || r.Purged[purge.KindExport] != 0 {
+		t.Fatalf("pass before retention = %+v %v", r, err)
+	}
+	r, err := p.Pass(context.Background(), t0.Add(month+time.Hour))
+	if err != nil || r.Purged[purge.KindExport] != 1 {
+		t.Fatalf("pass after retention = %+v %v", r, err)
+	}
+	b, _ := e.st.Get("b1")
+	if b.State != store.StatePurged || b.Tombstone.ManifestItems != 2 || !b.Tombstone.ExportedAt.Equal(t0) || len(b.Tombstone.NeverDelivered) != 0 {
+		t.Fatalf("b1 = %s %+v", b.State, b.Tombstone)
+	}
+}
