@@ -1,13 +1,16 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/batchhook/batchhook/export"
 	"github.com/batchhook/batchhook/lookupsim"
+	"github.com/batchhook/batchhook/store"
 )
 
 // TestExportPurgedAfterRetentionStaysKnown runs the real binary with a
@@ -68,4 +71,71 @@ func TestExportPurgedAfterRetentionStaysKnown(t *testing.T) {
 		t.Fatalf("refetched export sha256 %s, want %s", again.SHA256, m.SHA256)
 	}
 	d.stop(t)
+}
+
+// TestStartFinishesAPurgeACrashInterrupted plays a crash between the
+// tombstone's commit and the removal of the files: the purged state is
+// committed while the export is still on disk. The real binary's pass at
+// start deletes it.
+func TestStartFinishesAPurgeACrashInterrupted(t *testing.T) {
+	s := newSetup(t, lookupsim.Options{})
+	data := s.env["BATCHHOOK_DATA_DIR"]
+	st, err := store.Open(data, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := export.New(s.exports)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(-time.Hour)
+	if _, err := st.Record(store.Notification{Event: "batch.completed", BatchID: "b_crashed", Status: "completed",
+		ReceivedAt: at, Source: store.SourceWebhook, Raw: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.Lease(at); err != nil {
+		t.Fatal(err)
+	}
+	size, err := dir.Append("b_crashed", 0, []json.RawMessage{json.RawMessage(`{"cpf":"52998224725"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Checkpoint("b_crashed", store.Checkpoint{Done: true, Items: 1, Pages: 1, StagedBytes: size}, at); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := st.Get("b_crashed")
+	path, err := dir.Publish(*b, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Finish("b_crashed", store.StateExported, path, "", at); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PurgeExport("b_crashed", store.ExportPurge{ExportedAt: at}, at.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	st.Close() // the "crash": the files were never removed
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemon(t, s.addr, s.env) // retention at its default: only the interrupted removal is due
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Lstat(path); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the start did not finish the interrupted purge of %s\n%s", path, d.out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	d.stop(t)
+	st, err = store.Open(data, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if ids, err := st.ExportFileRemovals(); err != nil || len(ids) != 0 {
+		t.Fatalf("removals left after the start: %v %v", ids, err)
+	}
 }
