@@ -234,7 +234,7 @@ func (d *Dir) dropStaging(h *handles, batchID string) error {
 // to remove, is (0, nil) and changes nothing: an erasure done again is
 // harmless. An export in place that does not match its manifest is left
 // alone and reported (ErrConflict); a link in its place is ErrUnsafePath.
-func (d *Dir) Erase(batchID, field string, match Matcher) (int64, error) {
+func (d *Dir) Erase(batchID, field string, match func(digits string) bool) (int64, error) {
 	if err := checkID(batchID); err != nil {
 		return 0, err
 	}
