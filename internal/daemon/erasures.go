@@ -1,0 +1,28 @@
+package daemon
+
+import (
+	"fmt"
+
+	"github.com/batchhook/batchhook/internal/erasure"
+)
+
+// erasures makes the erasure key on the first start, makes every publish
+// leave out the CPFs erased so far, and finishes the erasures a crash
+// interrupted: after recoverExports (a rewrite cut short is gone) and
+// before the fetcher (so no worker publishes meanwhile). A resumed erasure
+// is logged like any other (erasure_started, erasure_done).
+func (d *Daemon) erasures() (*erasure.Service, error) {
+	if _, err := d.store.ErasureKey(); err != nil {
+		return nil, err
+	}
+	d.sink.SetErasures(d.cfg.ItemCPFField, d.store.ErasureMatcher)
+	svc, err := erasure.New(erasure.Options{Store: d.store, Exports: d.sink, CPFField: d.cfg.ItemCPFField,
+		Logger: d.log.With().Str("component", "erasure").Logger(), Observer: d.metrics.Erasures()})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := svc.Resume(); err != nil {
+		return nil, fmt.Errorf("resume interrupted erasures: %w", err)
+	}
+	return svc, nil
+}
