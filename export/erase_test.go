@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -217,5 +218,43 @@ func TestPublishLeavesOutErasedItems(t *testing.T) {
 	publish(t, d2, "b-4", false, itemA1)
 	if m, lines := checkExport(t, d2, "b-4"); len(lines) != 1 || m.ErasedItems != 0 {
 		t.Fatalf("unfiltered publish: %q %+v", lines, m)
+	}
+}
+
+// The race the batch lock closes: a publish that read the erasures before
+// the erasure was recorded, and an erasure that looks at the export before
+// that publish put it in place. The erasure must wait for the publish and
+// then rewrite what it published.
+func TestAnErasureWaitsForAPublishThatMissedIt(t *testing.T) {
+	d := newTestDir(t)
+	inPublish, release := make(chan struct{}), make(chan struct{})
+	d.SetErasures("cpf", func() (func(string) bool, error) {
+		close(inPublish)
+		<-release
+		return nil, nil // the publish saw no erasure yet
+	})
+	published := make(chan string, 1)
+	go func() { published <- publish(t, d, "b-5", false, itemA1, itemB) }()
+	<-inPublish
+	erased := make(chan int64, 1)
+	go func() {
+		n, err := d.Erase("b-5", "cpf", matchA)
+		if err != nil {
+			t.Error(err)
+		}
+		erased <- n
+	}()
+	select {
+	case n := <-erased:
+		t.Fatalf("Erase returned %d while the publish of the same batch was under way", n)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	<-published
+	if n := <-erased; n != 1 {
+		t.Fatalf("Erase after the publish removed %d items, want 1", n)
+	}
+	if _, lines := checkExport(t, d, "b-5"); !slices.Equal(lines, []string{itemB}) {
+		t.Fatalf("export = %q", lines)
 	}
 }

@@ -189,3 +189,21 @@ func TestEraseBodiesLeavesTombstones(t *testing.T) {
 		t.Fatalf("audit tombstone = %+v", a)
 	}
 }
+
+func TestEraseChunksLeavesAChunkBeingSentAndSaysSo(t *testing.T) {
+	s := openTest(t, t.TempDir())
+	key, _ := s.ErasureKey()
+	addSub(t, s, "s1", []string{cpfA, cpfB})
+	if err := s.ChunkSending(1, 0, t0); err != nil {
+		t.Fatal(err)
+	}
+	e, _, _ := s.BeginErasure(cpf.KeyedHash(key, cpfA), t0)
+	got, err := s.EraseChunks(e.ID, func(d string) bool { return cpf.KeyedHash(key, d) == e.Hash }, t0)
+	if err != nil || len(got) != 1 || !got[0].InFlight || got[0].CPFs != 0 {
+		t.Fatalf("EraseChunks = %+v, %v; want the sending chunk noted in flight", got, err)
+	}
+	// The submitter's outcome still applies to it.
+	if _, err := s.ChunkSubmitted(1, 0, "b-new", t0.Add(time.Minute), t0); err != nil {
+		t.Fatalf("the chunk being sent was changed under the submitter: %v", err)
+	}
+}
