@@ -147,6 +147,17 @@ func TestEraseThroughTheBinary(t *testing.T) {
 	if strings.Contains(out, target) || strings.Contains(out, dotted) {
 		t.Fatal("erasures list shows the CPF")
 	}
+	// A batch exported after the erasure leaves the CPF out at publish.
+	late, err := s.sim.Submit(append(lookupsim.SampleCPFs(10, 5), target))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := s.waitExport(t, late, d, 20*time.Second); m.ErasedItems != 1 || m.Items != 10 {
+		t.Fatalf("batch exported after the erasure: manifest %+v; want 10 items, 1 erased", m)
+	}
+	if ok, err := export.Verify(filepath.Join(s.exports, late)); !ok || err != nil {
+		t.Fatalf("late export does not match its manifest: %v", err)
+	}
 	_, errOut, code = runCLIWith(t, d, token, 30*time.Second, "erase", "--cpf", target[:10]+string('0'+(target[10]-'0'+1)%10))
 	if code == 0 || !strings.Contains(errOut, "400") || strings.Contains(errOut, target[:9]) {
 		t.Fatalf("erase of a wrong CPF: %d %s", code, errOut)
