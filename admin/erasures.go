@@ -40,11 +40,14 @@ type ErasureView struct {
 	Chunks   []store.ErasedChunk   `json:"chunks"`
 	Bodies   []store.ErasedBody    `json:"bodies"`
 	Payments []store.ErasedPayment `json:"payments,omitempty"`
+	// Unrewritten: exports that could not be rewritten and may still hold
+	// the CPF (erase again once fixed).
+	Unrewritten []string `json:"unrewritten,omitempty"`
 }
 
 func erasureView(e *store.Erasure) ErasureView {
 	v := ErasureView{ID: e.ID, State: string(e.State), CPFHMAC: e.Hash, RequestedAt: e.RequestedAt, Touched: e.Touched(),
-		Previous: e.Previous, Batches: e.Batches, Chunks: e.Chunks, Bodies: e.Bodies, Payments: e.Payments}
+		Previous: e.Previous, Batches: e.Batches, Chunks: e.Chunks, Bodies: e.Bodies, Payments: e.Payments, Unrewritten: e.Unrewritten}
 	if !e.DoneAt.IsZero() {
 		t := e.DoneAt
 		v.DoneAt = &t

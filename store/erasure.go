@@ -56,6 +56,11 @@ type Erasure struct {
 	Chunks   []ErasedChunk   `json:"chunks,omitempty"`
 	Bodies   []ErasedBody    `json:"bodies,omitempty"`
 	Payments []ErasedPayment `json:"payments,omitempty"`
+	// Unrewritten lists the batches whose export could not be rewritten
+	// (it does not match its manifest, a link is in its place, a write
+	// failed): they may still hold the CPF. Erasing the CPF again retries
+	// them; the log line erasure_export_failed says why.
+	Unrewritten []string `json:"unrewritten,omitempty"`
 }
 
 // Touched reports whether the erasure removed anything.
@@ -268,12 +273,13 @@ func mergeReceipts(old, add []SinkReceipt) []SinkReceipt {
 	return out
 }
 
-// FinishErasure marks erasure id done and returns it.
-func (s *Store) FinishErasure(id string, now time.Time) (*Erasure, error) {
+// FinishErasure marks erasure id done, with the batches whose export could
+// not be rewritten, and returns it.
+func (s *Store) FinishErasure(id string, unrewritten []string, now time.Time) (*Erasure, error) {
 	var out Erasure
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		return updateErasure(tx, id, func(e *Erasure) error {
-			e.State, e.DoneAt = ErasureDone, now
+			e.State, e.DoneAt, e.Unrewritten = ErasureDone, now, unrewritten
 			out = *e
 			return nil
 		})

@@ -66,11 +66,11 @@ func TestErasureRecordKeepsOnlyTheKeyedHash(t *testing.T) {
 	if len(pending) != 1 || pending[0].ID != e.ID {
 		t.Fatalf("pending = %+v", pending)
 	}
-	done, err := s.FinishErasure(e.ID, t0.Add(time.Minute))
+	done, err := s.FinishErasure(e.ID, nil, t0.Add(time.Minute))
 	if err != nil || done.State != ErasureDone || done.Touched() {
 		t.Fatalf("FinishErasure = %+v, %v", done, err)
 	}
-	if _, err := s.FinishErasure(e.ID, t0); !errors.Is(err, ErrState) {
+	if _, err := s.FinishErasure(e.ID, nil, t0); !errors.Is(err, ErrState) {
 		t.Fatalf("finishing twice = %v, want ErrState", err)
 	}
 	second, created, err := s.BeginErasure(hash, t0.Add(time.Hour))

@@ -1,8 +1,6 @@
 package daemon
 
 import (
-	"fmt"
-
 	"github.com/batchhook/batchhook/internal/erasure"
 )
 
@@ -22,7 +20,10 @@ func (d *Daemon) erasures() (*erasure.Service, error) {
 		return nil, err
 	}
 	if _, err := svc.Resume(); err != nil {
-		return nil, fmt.Errorf("resume interrupted erasures: %w", err)
+		// Not fatal: the daemon must keep taking webhooks. The erasure
+		// stays pending; the next start or erase of the CPF resumes it.
+		d.log.Error().Str("component", "erasure").Str("event", "erasure_failed").Err(err).
+			Msg("an interrupted erasure could not be finished at start; it stays pending")
 	}
 	return svc, nil
 }

@@ -37,7 +37,7 @@ type Store interface {
 	EraseChunks(id string, match func(string) bool, now time.Time) ([]store.ErasedChunk, error)
 	EraseBodies(id string, match func(string) bool) ([]store.ErasedBody, error)
 	ErasePayments(id string, match func(string) bool) ([]store.ErasedPayment, error)
-	FinishErasure(id string, now time.Time) (*store.Erasure, error)
+	FinishErasure(id string, unrewritten []string, now time.Time) (*store.Erasure, error)
 	Erasures(pendingOnly bool) ([]store.Erasure, error)
 	List(state store.State, limit int, cursor string) ([]store.Batch, string, error)
 	Deliveries(batchID string) ([]store.Delivery, error)
@@ -137,7 +137,7 @@ func (s *Service) run(e *store.Erasure, key []byte) (*store.Erasure, error) {
 	match := func(digits string) bool { return cpf.KeyedHash(key, digits) == e.Hash }
 	log := s.o.Logger.With().Str("erasure_id", e.ID).Logger()
 	log.Info().Str("event", "erasure_started").Str("previous", e.Previous).Msg("erasing one person's data")
-	items, err := s.exports(e.ID, match)
+	items, unrewritten, err := s.exports(log, e.ID, match)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +153,7 @@ func (s *Service) run(e *store.Erasure, key []byte) (*store.Erasure, error) {
 	if _, err := s.o.Store.ErasePayments(e.ID, match); err != nil {
 		return nil, err
 	}
-	done, err := s.o.Store.FinishErasure(e.ID, s.o.Now().UTC())
+	done, err := s.o.Store.FinishErasure(e.ID, unrewritten, s.o.Now().UTC())
 	if err != nil {
 		return nil, err
 	}
@@ -166,21 +166,22 @@ func (s *Service) run(e *store.Erasure, key []byte) (*store.Erasure, error) {
 	}
 	log.Info().Str("event", "erasure_done").Bool("touched", done.Touched()).Str("previous", done.Previous).
 		Int("batches", len(done.Batches)).Int64("items", items).Int("chunks", len(chunks)).Int("bodies", len(bodies)).
-		Int("sink_receipts", sinks).Msg("erasure finished")
+		Int("sink_receipts", sinks).Int("unrewritten", len(unrewritten)).Msg("erasure finished")
 	return done, nil
 }
 
 // exports rewrites every published export holding the CPF and notes each in
 // the record, with the sinks that had received it. Every batch that may
 // have an export is tried (a batch whose publish raced the record is still
-// fetching, and the export's lock makes the publish finish first).
-func (s *Service) exports(id string, match func(string) bool) (int64, error) {
-	var total int64
+// fetching, and the export's lock makes the publish finish first). An
+// export that cannot be rewritten does not stop the others: it is logged
+// and returned in unrewritten (a store error does stop the erasure).
+func (s *Service) exports(log zerolog.Logger, id string, match func(string) bool) (total int64, unrewritten []string, err error) {
 	cursor := ""
 	for {
 		batches, next, err := s.o.Store.List("", 500, cursor)
 		if err != nil {
-			return total, fmt.Errorf("list batches: %w", err)
+			return total, nil, fmt.Errorf("list batches: %w", err)
 		}
 		for i := range batches {
 			b := &batches[i]
@@ -189,22 +190,25 @@ func (s *Service) exports(id string, match func(string) bool) (int64, error) {
 			}
 			n, err := s.o.Exports.Erase(b.ID, s.o.CPFField, match)
 			if err != nil {
-				return total, err
+				log.Error().Str("event", "erasure_export_failed").Str("batch_id", b.ID).Err(err).
+					Msg("this export could not be rewritten and may still hold the CPF; erase again once it is fixed")
+				unrewritten = append(unrewritten, b.ID)
+				continue
 			}
 			if n == 0 {
 				continue
 			}
 			ds, err := s.o.Store.Deliveries(b.ID)
 			if err != nil {
-				return total, err
+				return total, nil, err
 			}
 			if err := s.o.Store.AddErasedBatch(id, store.ErasedBatch{BatchID: b.ID, Items: n, Sinks: receipts(ds)}); err != nil {
-				return total, err
+				return total, nil, err
 			}
 			total += n
 		}
 		if next == "" {
-			return total, nil
+			return total, unrewritten, nil
 		}
 		cursor = next
 	}

@@ -181,15 +181,22 @@ func TestAnInvalidCPFIsRefusedWithoutEchoingIt(t *testing.T) {
 	}
 }
 
-// failOn makes the export rewrite of one batch fail, as a crash there.
-type failOn struct {
-	dir *export.Dir
-	id  string
+// crashOn makes the export rewrite of one batch crash (panic), or fail
+// with an error when fail is set.
+type crashOn struct {
+	dir  *export.Dir
+	id   string
+	fail bool
 }
 
-func (f failOn) Erase(id, field string, match func(string) bool) (int64, error) {
-	if id == f.id {
-		return 0, errors.New("injected: the daemon stopped here")
+type crash struct{}
+
+func (f crashOn) Erase(id, field string, match func(string) bool) (int64, error) {
+	switch {
+	case id == f.id && f.fail:
+		return 0, errors.New("injected: this export cannot be rewritten")
+	case id == f.id:
+		panic(crash{})
 	}
 	return f.dir.Erase(id, field, match)
 }
@@ -198,10 +205,15 @@ func TestAnInterruptedErasureIsResumedAtStart(t *testing.T) {
 	w := newWorld(t)
 	w.export(t, "b-1", itemA, itemB)
 	w.export(t, "b-2", itemADigs)
-	// List goes newest first: b-2 is rewritten, then b-1 fails.
-	if _, err := w.service(t, failOn{w.dir, "b-1"}).Erase(cpfA); err == nil {
-		t.Fatal("the injected failure did not stop the erasure")
-	}
+	// List goes newest first: b-2 is rewritten, then the daemon dies on b-1.
+	func() {
+		defer func() {
+			if r := recover(); r != (crash{}) {
+				t.Fatalf("recovered %v, want the injected crash", r)
+			}
+		}()
+		w.service(t, crashOn{dir: w.dir, id: "b-1"}).Erase(cpfA)
+	}()
 	pending, _ := w.st.Erasures(true)
 	if len(pending) != 1 || len(pending[0].Batches) != 1 || pending[0].Batches[0].BatchID != "b-2" {
 		t.Fatalf("after the interruption: %+v; want pending with b-2 noted", pending)
@@ -256,3 +268,22 @@ func TestAPublishAfterTheErasureLeavesTheCPFOut(t *testing.T) {
 }
 
 func keyed(key []byte, digits string) string { return cpf.KeyedHash(key, digits) }
+
+func TestAnExportThatCannotBeRewrittenIsListedAndTheRestGoesOn(t *testing.T) {
+	w := newWorld(t)
+	w.export(t, "b-1", itemA, itemB)
+	w.export(t, "b-2", itemADigs)
+	e, err := w.service(t, crashOn{dir: w.dir, id: "b-1", fail: true}).Erase(cpfA)
+	if err != nil || e.State != store.ErasureDone || !slices.Equal(e.Unrewritten, []string{"b-1"}) ||
+		len(e.Batches) != 1 || e.Batches[0].BatchID != "b-2" {
+		t.Fatalf("erasure = %+v, %v; want b-2 rewritten and b-1 listed as unrewritten", e, err)
+	}
+	if !strings.Contains(w.logs.String(), `"event":"erasure_export_failed"`) {
+		t.Fatalf("logs = %s", w.logs.String())
+	}
+	// Erasing again once it is fixed finishes the job.
+	again, err := w.service(t, nil).Erase(cpfA)
+	if err != nil || len(again.Unrewritten) != 0 || len(again.Batches) != 1 || again.Batches[0].BatchID != "b-1" {
+		t.Fatalf("second erasure = %+v, %v", again, err)
+	}
+}
