@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchhook/batchhook/cpf"
 	"github.com/batchhook/batchhook/export"
 	"github.com/batchhook/batchhook/lookupsim"
+	"github.com/batchhook/batchhook/store"
 )
 
 // grepTree reports the files under root whose bytes hold any of needles.
@@ -173,4 +175,46 @@ func TestEraseThroughTheBinary(t *testing.T) {
 	if hits := grepTree(t, data, withBase64(target, dotted)...); len(hits) != 0 {
 		t.Fatalf("after the erasure the CPF is still in %v", hits)
 	}
+}
+
+// TestAPendingErasureIsFinishedAtStart: the daemon died right after
+// recording an erasure (nothing touched yet); the next start finishes it
+// before serving.
+func TestAPendingErasureIsFinishedAtStart(t *testing.T) {
+	s := newSetup(t, lookupsim.Options{})
+	d := startDaemon(t, s.addr, s.env)
+	target := lookupsim.SampleCPFs(1, 777)[0]
+	id, err := s.sim.Submit(append(lookupsim.SampleCPFs(15, 7), target))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.waitExport(t, id, d, 20*time.Second)
+	d.stop(t)
+	st, err := store.Open(s.env["BATCHHOOK_DATA_DIR"], time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := st.ErasureKey()
+	if err == nil {
+		_, _, err = st.BeginErasure(cpf.KeyedHash(key, target), time.Now())
+	}
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d = startDaemon(t, s.addr, s.env)
+	if !strings.Contains(d.out.String(), `"event":"erasure_done"`) {
+		t.Fatalf("the pending erasure was not finished before serving:\n%s", d.out.String())
+	}
+	results, err := os.ReadFile(filepath.Join(s.exports, id, export.ResultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(results, []byte(target)) || bytes.Count(results, []byte("\n")) != 15 {
+		t.Fatalf("after the resumed erasure the export holds %d lines, the CPF: %v", bytes.Count(results, []byte("\n")), bytes.Contains(results, []byte(target)))
+	}
+	if ok, err := export.Verify(filepath.Join(s.exports, id)); !ok || err != nil {
+		t.Fatalf("export does not match its manifest: %v", err)
+	}
+	d.stop(t)
 }
