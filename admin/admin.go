@@ -53,6 +53,8 @@ type Options struct {
 	Metrics http.Handler
 	// Submissions takes CPF intakes, tracking and resubmission requests.
 	Submissions Submissions
+	// Erasures erases one person's data; nil answers 503 on its routes.
+	Erasures Erasures
 	// MaxSubmissionBytes caps a POST /admin/submissions body.
 	MaxSubmissionBytes int64
 	// Ready returns nil when the daemon is ready, else the reason.
@@ -111,6 +113,8 @@ func New(o Options) (*Server, error) {
 	g.GET("/admin/submissions/:id", s.showSubmission)
 	g.POST("/admin/submissions/:id/chunks/:index/resend", s.resend)
 	g.GET("/admin/chunks", s.listChunks)
+	g.POST("/admin/erasures", s.createErasure)
+	g.GET("/admin/erasures", s.listErasures)
 	s.echo = e
 	s.srv = httpserver.New("admin listener", &http.Server{Handler: e, ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10,

@@ -150,6 +150,9 @@ type QuarantineView struct {
 	Attempt    int       `json:"delivery_attempt"`
 	ReceivedAt time.Time `json:"received_at"`
 	Body       string    `json:"body,omitempty"`
+	// ErasedBy: the body held a CPF that was erased; only its id (the
+	// body's SHA-256) is left.
+	ErasedBy string `json:"erased_by,omitempty"`
 }
 
 func (s *Server) listQuarantine(c echo.Context) error {
@@ -173,5 +176,5 @@ func (s *Server) showQuarantine(c echo.Context) error {
 	if err != nil {
 		return storeError(c, err)
 	}
-	return c.JSON(http.StatusOK, QuarantineView{ID: q.ID, Reason: q.Reason, Attempt: q.Attempt, ReceivedAt: q.ReceivedAt, Body: string(q.Raw)})
+	return c.JSON(http.StatusOK, QuarantineView{ID: q.ID, Reason: q.Reason, Attempt: q.Attempt, ReceivedAt: q.ReceivedAt, Body: string(q.Raw), ErasedBy: q.ErasedBy})
 }

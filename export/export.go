@@ -50,6 +50,10 @@ type Manifest struct {
 	SHA256         string     `json:"sha256"`
 	Source         string     `json:"source"`
 	Flags          []string   `json:"flags,omitempty"`
+	// ErasedItems counts the items removed from this export because their
+	// CPF was erased (LGPD art. 18): at publish, or by a later rewrite;
+	// cumulative across rewrites.
+	ErasedItems int64 `json:"erased_items"`
 }
 
 // Dir is a file sink rooted at an export directory.
@@ -58,6 +62,10 @@ type Dir struct {
 	// exchange swaps two directories atomically; tests replace it to play
 	// a file system without RENAME_EXCHANGE.
 	exchange func(aDir *os.File, a string, bDir *os.File, b string) error
+	// locks serialises Publish, Erase and Remove of one batch.
+	locks batchLocks
+	// erasures, when set (SetErasures), filters erased CPFs at Publish.
+	erasures erasureFilter
 }
 
 // New returns a sink rooted at root, creating root (0700) if needed. The

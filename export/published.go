@@ -40,6 +40,7 @@ func (d *Dir) Remove(batchID string) error {
 	if err := checkID(batchID); err != nil {
 		return err
 	}
+	defer d.locks.lock(batchID)()
 	h, err := d.open()
 	if err != nil {
 		return err

@@ -20,25 +20,26 @@ const (
 
 func asideName(batchID string) string { return asidePrefix + batchID }
 
-// replace puts the staged directory of batchID in place of the published
-// one. With renameat2(RENAME_EXCHANGE) the swap is atomic: a reader sees the
-// old export or the new one, never neither. Where the file system does not
+// replace puts the directory staged (in .partial: the batch's staging, or
+// an erasure's rewrite) in place of the published export of batchID. With
+// renameat2(RENAME_EXCHANGE) the swap is atomic: a reader sees the old
+// export or the new one, never neither. Where the file system does not
 // support it, two renames leave a moment with no directory, but never a
 // partial one. The old export ends up in staging and is removed.
-func (d *Dir) replace(h *handles, batchID string) error {
+func (d *Dir) replace(h *handles, staged, batchID string) error {
 	// The published export exists (the caller checked), so anything left
 	// aside by an earlier replace is a stale copy of personal data: clear
 	// it, or the fallback's first rename fails for every later refetch.
 	if err := d.clearAside(h, batchID); err != nil {
 		return err
 	}
-	old := batchID
-	if err := d.exchange(h.partial, batchID, h.root, batchID); err != nil {
+	old := staged
+	if err := d.exchange(h.partial, staged, h.root, batchID); err != nil {
 		old = asideName(batchID)
 		if err := renameAt(h.root, batchID, h.partial, old); err != nil {
 			return fmt.Errorf("move old export aside: %w", err)
 		}
-		if err := renameAt(h.partial, batchID, h.root, batchID); err != nil {
+		if err := renameAt(h.partial, staged, h.root, batchID); err != nil {
 			if rerr := renameAt(h.partial, old, h.root, batchID); rerr != nil {
 				return errors.Join(fmt.Errorf("publish replacement: %w", err), fmt.Errorf("put old export back (Recover does at next start): %w", rerr))
 			}
@@ -81,6 +82,9 @@ type Recovery struct {
 	// Kept lists aside directories left alone: no export is published
 	// for their batch and they are not a complete export either.
 	Kept []string
+	// Dropped lists batches whose rewrite without an erased CPF was cut
+	// short and removed (".erase.<id>" in .partial).
+	Dropped []string
 }
 
 // Recover sweeps .partial at start for old exports left aside by a
@@ -130,7 +134,18 @@ func (d *Dir) Recover() (Recovery, error) {
 			r.Kept = append(r.Kept, name)
 		}
 	}
-	if len(r.Restored)+len(r.Removed) > 0 {
+	// Rewrites cut short go last, once any old export is back in place:
+	// each is a copy derived from the published export or the staging,
+	// and its erasure (recorded first) or publish is done again.
+	for _, name := range names {
+		if id, ok := strings.CutPrefix(name, rewritePrefix); ok {
+			if err := removeAt(h.partial, name); err != nil {
+				return r, fmt.Errorf("remove unfinished rewrite of %s: %w", id, err)
+			}
+			r.Dropped = append(r.Dropped, id)
+		}
+	}
+	if len(r.Restored)+len(r.Removed)+len(r.Dropped) > 0 {
 		if err := syncDir(h.root); err != nil {
 			return r, err
 		}

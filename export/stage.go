@@ -127,10 +127,11 @@ func (d *Dir) Discard(batchID string) error {
 // directory, and renames the staging directory to $EXPORT_DIR/<batch_id>.
 // When a complete export is already there it keeps that one (one final
 // directory per batch) and drops the staging copy.
-func (d *Dir) Publish(b store.Batch, exportedAt time.Time) (string, error) {
+func (d *Dir) Publish(b store.Batch, exportedAt time.Time) (_ string, err error) {
 	if err := checkID(b.ID); err != nil {
 		return "", err
 	}
+	defer d.locks.lock(b.ID)()
 	h, err := d.open()
 	if err != nil {
 		return "", err
@@ -144,8 +145,22 @@ func (d *Dir) Publish(b store.Batch, exportedAt time.Time) (string, error) {
 	if _, err := d.Append(b.ID, b.Checkpoint.StagedBytes, nil); err != nil {
 		return "", err
 	}
-	if err := d.writeManifest(h, b, exportedAt); err != nil {
+	// Items whose CPF was erased are left out: the export is published
+	// from a filtered copy (".erase.<id>"), the staging stays as it is
+	// until the export is in place, so a crash in between redoes this.
+	staged, erased, err := d.filterStaged(h, b)
+	if err != nil {
 		return "", err
+	}
+	if err := d.writeManifest(h, staged, b, exportedAt, erased); err != nil {
+		return "", err
+	}
+	if staged != b.ID {
+		defer func() {
+			if err == nil {
+				err = d.dropStaging(h, b.ID)
+			}
+		}()
 	}
 	st, exists, err := lstatAt(h.root, b.ID)
 	switch {
@@ -156,9 +171,9 @@ func (d *Dir) Publish(b store.Batch, exportedAt time.Time) (string, error) {
 	case exists && !b.Refetch:
 		return "", fmt.Errorf("publish %s: %w", b.ID, ErrConflict)
 	case exists:
-		return final, d.replace(h, b.ID)
+		return final, d.replace(h, staged, b.ID)
 	}
-	if err := renameAt(h.partial, b.ID, h.root, b.ID); err != nil {
+	if err := renameAt(h.partial, staged, h.root, b.ID); err != nil {
 		return "", fmt.Errorf("publish %s: %w", b.ID, err)
 	}
 	if err := syncDir(h.root); err != nil {
@@ -172,8 +187,8 @@ func (d *Dir) Publish(b store.Batch, exportedAt time.Time) (string, error) {
 
 // writeManifest hashes the staged results, checks them against the
 // checkpoint and writes and syncs manifest.json beside them.
-func (d *Dir) writeManifest(h *handles, b store.Batch, exportedAt time.Time) error {
-	dir, _, err := openDirAt(h.partial, b.ID, false)
+func (d *Dir) writeManifest(h *handles, staged string, b store.Batch, exportedAt time.Time, erased int64) error {
+	dir, _, err := openDirAt(h.partial, staged, false)
 	if err != nil {
 		return fmt.Errorf("open staging dir: %w", err)
 	}
@@ -187,15 +202,15 @@ func (d *Dir) writeManifest(h *handles, b store.Batch, exportedAt time.Time) err
 	if err != nil {
 		return err
 	}
-	if lines != b.Checkpoint.Items {
-		return fmt.Errorf("staged results hold %d items, checkpoint says %d", lines, b.Checkpoint.Items)
+	if lines+erased != b.Checkpoint.Items {
+		return fmt.Errorf("staged results hold %d items (%d erased), checkpoint says %d", lines, erased, b.Checkpoint.Items)
 	}
 	n := b.Notification
 	m := Manifest{
 		BatchID: b.ID, Status: n.Status, TotalRequested: n.TotalRequested, TotalFound: n.TotalFound,
 		TotalNotFound: n.TotalNotFound, CompletedAt: n.CompletedAt, ReceivedAt: n.ReceivedAt,
 		ExportedAt: exportedAt, Items: lines, Pages: b.Checkpoint.Pages, SHA256: sum, Source: n.Source,
-		Flags: n.Flags,
+		Flags: n.Flags, ErasedItems: erased,
 	}
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {

@@ -172,6 +172,9 @@ type Quarantined struct {
 	Attempt    int       `json:"attempt"`
 	ReceivedAt time.Time `json:"received_at"`
 	Raw        []byte    `json:"raw"`
+	// ErasedBy names the erasure that removed Raw because it held the CPF
+	// being erased; ID (the body's SHA-256) is the tombstone.
+	ErasedBy string `json:"erased_by,omitempty"`
 }
 
 // AuditEvent is a signed delivery whose event is not batch.completed: kept
@@ -183,4 +186,6 @@ type AuditEvent struct {
 	Attempt    int       `json:"attempt"`
 	ReceivedAt time.Time `json:"received_at"`
 	Raw        []byte    `json:"raw"`
+	// ErasedBy: as in Quarantined.
+	ErasedBy string `json:"erased_by,omitempty"`
 }

@@ -69,6 +69,9 @@ type Submission struct {
 	Duplicates int `json:"duplicates"`
 	Invalid    int `json:"invalid"`
 	Chunks     int `json:"chunks"`
+	// Erased counts the CPFs erasures removed from the chunks (Valid no
+	// longer counts them).
+	Erased int `json:"erased,omitempty"`
 	// ResubmitOf names the batch whose pending or incomplete CPFs this
 	// submission sends again.
 	ResubmitOf string    `json:"resubmit_of,omitempty"`
@@ -205,6 +208,9 @@ func (s *Store) ChunkResend(submissionID string, index int, now time.Time) (*Chu
 		if c.CPFsPurged {
 			return fmt.Errorf("chunk %d of submission %s: its CPFs were deleted after BATCHHOOK_RECORD_RETENTION; submit them again as a new submission: %w",
 				index, submissionID, ErrState)
+		}
+		if c.CPFCount == 0 {
+			return fmt.Errorf("chunk %d of submission %s holds no CPF (all erased); nothing to resend: %w", index, submissionID, ErrState)
 		}
 		c.UpdatedAt = now
 		if err := setChunkState(tx, c, ChunkWaiting); err != nil {

@@ -30,6 +30,8 @@ Usage:
   batchhook submissions show|unknown   a submission's batches; chunks left submit_unknown
   batchhook track ID...           poll batches submitted elsewhere until final, then export them
   batchhook resubmit ID           submit again the unresolved CPFs of an expired or partial batch
+  batchhook erase --cpf CPF       erase one person's data (LGPD art. 18); lists the sinks that had it
+  batchhook erasures list         the erasures made (keyed hash only, never the CPF)
   batchhook sign | verify         compute or check a webhook signature
   batchhook healthcheck           exit 0 when the daemon's /healthz answers
   batchhook bench                 load a webhook endpoint (or --bare: the baseline)
@@ -65,6 +67,10 @@ func run(ctx context.Context, args []string, e env) int {
 		return trackCmd(ctx, args[1:], e)
 	case "resubmit":
 		return resubmitCmd(ctx, args[1:], e)
+	case "erase":
+		return eraseCmd(ctx, args[1:], e)
+	case "erasures":
+		return erasuresCmd(ctx, args[1:], e)
 	case "sign":
 		return signCmd(args[1:], e.stdin, e.stdout, e.stderr)
 	case "verify":

@@ -142,6 +142,10 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	}
 	d.metrics = metrics.New(d.store, time.Now)
 	d.metrics.InitSinks(cfg.DeliverySinks())
+	eraser, err := d.erasures()
+	if err != nil {
+		return err
+	}
 	disp, err := d.dispatcher()
 	if err != nil {
 		return err
@@ -185,7 +189,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	}
 	d.admin, err = admin.New(admin.Options{
 		Store: d.store, Token: func() []byte { return *d.adminToken.Load() }, Metrics: d.metrics.Handler(),
-		Submissions: svc, MaxSubmissionBytes: cfg.MaxSubmissionBytes, Retention: cfg.Retention,
+		Submissions: svc, Erasures: eraser, MaxSubmissionBytes: cfg.MaxSubmissionBytes, Retention: cfg.Retention,
 		Ready: d.ready, Logger: d.log.With().Str("component", "admin").Logger(),
 		LogDropped: d.metrics.LogLineDropped,
 	})

@@ -20,6 +20,10 @@ func (d *Daemon) recoverExports() error {
 		log.Info().Str("event", "export_aside_removed").Strs("batch_ids", r.Removed).
 			Msg("old exports left aside after their replacement was published were removed")
 	}
+	if len(r.Dropped) > 0 {
+		log.Info().Str("event", "export_rewrite_dropped").Strs("batch_ids", r.Dropped).
+			Msg("rewrites without an erased CPF cut short by a crash were removed; their erasure resumes")
+	}
 	for _, name := range r.Kept {
 		log.Warn().Str("event", "export_aside_kept").Str("entry", name).
 			Msg("an old export left aside is not complete and no export is published for its batch; left for an operator")

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+const eraseUsage = `Usage:
+  batchhook erase --cpf 123.456.789-09 [--json] [--admin URL]
+  batchhook erase --cpf - [--json] [--admin URL]     (the CPF on standard input)
+  batchhook erasures list [--json] [--admin URL]
+
+erase removes one person's data (LGPD art. 18): every export item whose
+BATCHHOOK_ITEM_CPF_FIELD holds the CPF, the CPF in chunks not yet accepted,
+quarantined or audit bodies holding it. It prints what it touched and the
+sinks that had already received the data (erase there too: batchhook does
+not reach into them). The record keeps a keyed hash, never the CPF. With
+"--cpf -" the CPF stays out of the process list and the shell history.
+
+Talks to the running daemon's admin API. Environment: BATCHHOOK_ADMIN_URL
+(default http://127.0.0.1:9090), BATCHHOOK_ADMIN_TOKEN or
+BATCHHOOK_ADMIN_TOKEN_FILE.
+`
+
+// erasureRow is an erasure as the admin API answers it.
+type erasureRow struct {
+	ID          string    `json:"id"`
+	State       string    `json:"state"`
+	RequestedAt time.Time `json:"requested_at"`
+	Touched     bool      `json:"touched"`
+	Previous    string    `json:"previous"`
+	Batches     []struct {
+		BatchID string `json:"batch_id"`
+		Items   int64  `json:"items"`
+		Sinks   []struct {
+			Sink     string `json:"sink"`
+			Received string `json:"received"`
+		} `json:"sinks"`
+	} `json:"batches"`
+	Chunks []struct {
+		SubmissionID string `json:"submission_id"`
+		Index        int    `json:"index"`
+		CPFs         int    `json:"cpfs"`
+		Ended        bool   `json:"ended"`
+		InFlight     bool   `json:"in_flight"`
+	} `json:"chunks"`
+	Bodies []struct {
+		Kind string `json:"kind"`
+		ID   string `json:"id"`
+	} `json:"bodies"`
+	Unrewritten []string `json:"unrewritten"`
+}
+
+func eraseCmd(ctx context.Context, args []string, e env) int {
+	fs := flag.NewFlagSet("erase", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() { fmt.Fprint(e.stderr, eraseUsage); fs.PrintDefaults() }
+	asJSON, client := commonFlags(fs)
+	value := fs.String("cpf", "", `the CPF to erase, either form; "-" reads it from standard input`)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return 2
+	}
+	if len(pos) != 0 || *value == "" {
+		fmt.Fprintf(e.stderr, "batchhook erase: --cpf is required\n%s", eraseUsage)
+		return 2
+	}
+	if *value == "-" {
+		line, err := bufio.NewReader(io.LimitReader(e.stdin, 256)).ReadString('\n')
+		if err != nil && err != io.EOF {
+			fmt.Fprintf(e.stderr, "batchhook erase: read the CPF from standard input: %v\n", err)
+			return 2
+		}
+		*value = strings.TrimSpace(line)
+	}
+	c, err := client()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "batchhook erase: %v\n", err)
+		return 2
+	}
+	body, _ := json.Marshal(map[string]string{"cpf": *value})
+	raw, err := c.send(ctx, http.MethodPost, "/admin/erasures", "application/json", strings.NewReader(string(body)))
+	if err != nil {
+		fmt.Fprintf(e.stderr, "batchhook erase: %v\n", explain(err))
+		return 1
+	}
+	if *asJSON {
+		return exitOf(printJSON(e.stdout, raw), e.stderr)
+	}
+	var r erasureRow
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return exitOf(fmt.Errorf("admin API returned invalid JSON: %w", err), e.stderr)
+	}
+	return exitOf(printErasure(e.stdout, r), e.stderr)
+}
+
+// printErasure prints one erasure: a summary, then what it touched.
+func printErasure(w io.Writer, r erasureRow) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "erasure\t%s (%s)\n", r.ID, r.State)
+	if !r.Touched {
+		fmt.Fprintf(tw, "touched\tnothing\n")
+	}
+	if r.Previous != "" {
+		fmt.Fprintf(tw, "previous\t%s\n", r.Previous)
+	}
+	for _, b := range r.Batches {
+		var sinks []string
+		for _, s := range b.Sinks {
+			sinks = append(sinks, s.Sink+" ("+s.Received+")")
+		}
+		line := fmt.Sprintf("batch\t%s: %d items removed", b.BatchID, b.Items)
+		if len(sinks) > 0 {
+			line += "; already received by " + strings.Join(sinks, ", ") + ": erase there too"
+		}
+		fmt.Fprintln(tw, line)
+	}
+	for _, c := range r.Chunks {
+		note := fmt.Sprintf("%d CPFs removed", c.CPFs)
+		switch {
+		case c.InFlight:
+			note = "being sent: the provider has it; erase again if it comes back to waiting"
+		case c.Ended:
+			note += ", chunk ended (nothing left to send)"
+		}
+		fmt.Fprintf(tw, "chunk\t%s/%d: %s\n", c.SubmissionID, c.Index, note)
+	}
+	for _, b := range r.Bodies {
+		fmt.Fprintf(tw, "body\t%s %s: replaced by a tombstone\n", b.Kind, b.ID)
+	}
+	for _, id := range r.Unrewritten {
+		fmt.Fprintf(tw, "NOT DONE\t%s: its export could not be rewritten and may still hold the CPF (log: erasure_export_failed); erase again once fixed\n", id)
+	}
+	return tw.Flush()
+}
+
+func erasuresCmd(ctx context.Context, args []string, e env) int {
+	if len(args) == 0 || args[0] != "list" {
+		fmt.Fprint(e.stderr, eraseUsage)
+		return 2
+	}
+	fs := flag.NewFlagSet("erasures list", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() { fmt.Fprint(e.stderr, eraseUsage); fs.PrintDefaults() }
+	asJSON, client := commonFlags(fs)
+	if pos, err := parseArgs(fs, args[1:]); err != nil || len(pos) != 0 {
+		return 2
+	}
+	c, err := client()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "batchhook erasures: %v\n", err)
+		return 2
+	}
+	raw, err := c.do(ctx, http.MethodGet, "/admin/erasures")
+	if err != nil {
+		fmt.Fprintf(e.stderr, "batchhook erasures list: %v\n", explain(err))
+		return 1
+	}
+	if *asJSON {
+		return exitOf(printJSON(e.stdout, raw), e.stderr)
+	}
+	var page struct {
+		Items []erasureRow `json:"items"`
+	}
+	if err := json.Unmarshal(raw, &page); err != nil {
+		return exitOf(fmt.Errorf("admin API returned invalid JSON: %w", err), e.stderr)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tREQUESTED\tBATCHES\tITEMS\tCHUNKS\tBODIES\tSINKS\tPREVIOUS")
+	for _, r := range page.Items {
+		var items int64
+		sinks := 0
+		for _, b := range r.Batches {
+			items += b.Items
+			sinks += len(b.Sinks)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", r.ID, r.State, r.RequestedAt.Format(time.RFC3339),
+			len(r.Batches), items, len(r.Chunks), len(r.Bodies), sinks, r.Previous)
+	}
+	return exitOf(tw.Flush(), e.stderr)
+}

@@ -1,0 +1,230 @@
+// Package erasure erases one person's data on request (LGPD art. 18,
+// issue 12 §2): every item with their CPF in the published exports, their
+// CPF in the chunks not yet accepted, and quarantined or audit bodies that
+// carry it. It records the erasure (keyed hash only) before touching
+// anything, so a crash is resumed at the next start, and every step is
+// idempotent: redone on data already clean, it changes nothing.
+//
+// Staged data (a batch being fetched) is not touched here: the export's
+// publish step filters it against every recorded erasure
+// (export.Dir.SetErasures), so no export published after the record holds
+// the CPF. Sinks are not reached into (DECISIONS 24): the record lists
+// those that already received the data.
+package erasure
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/batchhook/batchhook/cpf"
+	"github.com/batchhook/batchhook/store"
+)
+
+// ErrInvalidCPF wraps why the value asked for is not a CPF; its text never
+// holds the value.
+var ErrInvalidCPF = errors.New("invalid CPF")
+
+// Store is what an erasure needs from the store; every method is one
+// durable transaction (errors: store.ErrNotFound, store.ErrState, wrapped).
+type Store interface {
+	ErasureKey() ([]byte, error)
+	BeginErasure(hash string, now time.Time) (*store.Erasure, bool, error)
+	AddErasedBatch(id string, eb store.ErasedBatch) error
+	EraseChunks(id string, match func(string) bool, now time.Time) ([]store.ErasedChunk, error)
+	EraseBodies(id string, match func(string) bool) ([]store.ErasedBody, error)
+	ErasePayments(id string, match func(string) bool) ([]store.ErasedPayment, error)
+	FinishErasure(id string, unrewritten []string, now time.Time) (*store.Erasure, error)
+	Erasures(pendingOnly bool) ([]store.Erasure, error)
+	List(state store.State, limit int, cursor string) ([]store.Batch, string, error)
+	Deliveries(batchID string) ([]store.Delivery, error)
+}
+
+var _ Store = (*store.Store)(nil)
+
+// Exports rewrites published exports (export.Dir): Erase returns how many
+// items it removed, 0 when the export is missing or already clean.
+type Exports interface {
+	Erase(batchID, field string, match func(digits string) bool) (int64, error)
+}
+
+// Observer counts erasures and erased items for the metrics.
+type Observer interface {
+	Erased(items int64)
+}
+
+// Options configures a Service.
+type Options struct {
+	Store   Store
+	Exports Exports
+	// CPFField is the item member holding the CPF (BATCHHOOK_ITEM_CPF_FIELD).
+	CPFField string
+	Logger   zerolog.Logger
+	Now      func() time.Time // nil = time.Now
+	Observer Observer         // nil = none
+}
+
+// Service runs erasures one at a time.
+type Service struct {
+	o  Options
+	mu sync.Mutex // one erasure at a time: each scans everything
+}
+
+// New returns a Service.
+func New(o Options) (*Service, error) {
+	if o.Store == nil || o.Exports == nil || o.CPFField == "" {
+		return nil, errors.New("erasure: Store, Exports and CPFField are required")
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Service{o: o}, nil
+}
+
+// Erase erases the person whose CPF is raw (either form; check digits
+// verified, else ErrInvalidCPF) and returns the finished record.
+func (s *Service) Erase(raw string) (*store.Erasure, error) {
+	digits, err := cpf.Normalize(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidCPF, err)
+	}
+	key, err := s.o.Store.ErasureKey()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, _, err := s.o.Store.BeginErasure(cpf.KeyedHash(key, digits), s.o.Now().UTC())
+	if err != nil {
+		return nil, err
+	}
+	return s.run(e, key)
+}
+
+// Resume finishes the erasures a crash interrupted; the daemon calls it at
+// start, before the fetcher runs.
+func (s *Service) Resume() ([]store.Erasure, error) {
+	pending, err := s.o.Store.Erasures(true)
+	if err != nil || len(pending) == 0 {
+		return nil, err
+	}
+	key, err := s.o.Store.ErasureKey()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []store.Erasure
+	for i := range pending {
+		e, err := s.run(&pending[i], key)
+		if err != nil {
+			return out, fmt.Errorf("resume erasure %s: %w", pending[i].ID, err)
+		}
+		out = append(out, *e)
+	}
+	return out, nil
+}
+
+// List returns every erasure, oldest first.
+func (s *Service) List() ([]store.Erasure, error) { return s.o.Store.Erasures(false) }
+
+// run does the erasure e, by its keyed hash only (a resumed erasure has
+// nothing else).
+func (s *Service) run(e *store.Erasure, key []byte) (*store.Erasure, error) {
+	match := func(digits string) bool { return cpf.KeyedHash(key, digits) == e.Hash }
+	log := s.o.Logger.With().Str("erasure_id", e.ID).Logger()
+	log.Info().Str("event", "erasure_started").Str("previous", e.Previous).Msg("erasing one person's data")
+	items, unrewritten, err := s.exports(log, e.ID, match)
+	if err != nil {
+		return nil, err
+	}
+	chunks, err := s.o.Store.EraseChunks(e.ID, match, s.o.Now().UTC())
+	if err != nil {
+		return nil, err
+	}
+	bodies, err := s.o.Store.EraseBodies(e.ID, match)
+	if err != nil {
+		return nil, err
+	}
+	// Issue 13's payment events: matched on transaction.document_number.
+	if _, err := s.o.Store.ErasePayments(e.ID, match); err != nil {
+		return nil, err
+	}
+	done, err := s.o.Store.FinishErasure(e.ID, unrewritten, s.o.Now().UTC())
+	if err != nil {
+		return nil, err
+	}
+	if s.o.Observer != nil {
+		s.o.Observer.Erased(items)
+	}
+	var sinks int
+	for _, b := range done.Batches {
+		sinks += len(b.Sinks)
+	}
+	log.Info().Str("event", "erasure_done").Bool("touched", done.Touched()).Str("previous", done.Previous).
+		Int("batches", len(done.Batches)).Int64("items", items).Int("chunks", len(chunks)).Int("bodies", len(bodies)).
+		Int("sink_receipts", sinks).Int("unrewritten", len(unrewritten)).Msg("erasure finished")
+	return done, nil
+}
+
+// exports rewrites every published export holding the CPF and notes each in
+// the record, with the sinks that had received it. Every batch that may
+// have an export is tried (a batch whose publish raced the record is still
+// fetching, and the export's lock makes the publish finish first). An
+// export that cannot be rewritten does not stop the others: it is logged
+// and returned in unrewritten (a store error does stop the erasure).
+func (s *Service) exports(log zerolog.Logger, id string, match func(string) bool) (total int64, unrewritten []string, err error) {
+	cursor := ""
+	for {
+		batches, next, err := s.o.Store.List("", 500, cursor)
+		if err != nil {
+			return total, nil, fmt.Errorf("list batches: %w", err)
+		}
+		for i := range batches {
+			b := &batches[i]
+			if b.State != store.StateExported && b.State != store.StateQueued && b.State != store.StateFetching {
+				continue
+			}
+			n, err := s.o.Exports.Erase(b.ID, s.o.CPFField, match)
+			if err != nil {
+				log.Error().Str("event", "erasure_export_failed").Str("batch_id", b.ID).Err(err).
+					Msg("this export could not be rewritten and may still hold the CPF; erase again once it is fixed")
+				unrewritten = append(unrewritten, b.ID)
+				continue
+			}
+			if n == 0 {
+				continue
+			}
+			ds, err := s.o.Store.Deliveries(b.ID)
+			if err != nil {
+				return total, nil, err
+			}
+			if err := s.o.Store.AddErasedBatch(id, store.ErasedBatch{BatchID: b.ID, Items: n, Sinks: receipts(ds)}); err != nil {
+				return total, nil, err
+			}
+			total += n
+		}
+		if next == "" {
+			return total, unrewritten, nil
+		}
+		cursor = next
+	}
+}
+
+// receipts lists the sinks that had (or may have) received a batch's
+// export: delivered, or with parts sent in a pending or failed delivery.
+func receipts(ds []store.Delivery) []store.SinkReceipt {
+	var out []store.SinkReceipt
+	for _, d := range ds {
+		switch {
+		case d.State == store.DeliveryDelivered:
+			out = append(out, store.SinkReceipt{Sink: d.Sink, Received: store.ReceivedDelivered, Version: d.Version})
+		case d.PartsDone > 0:
+			out = append(out, store.SinkReceipt{Sink: d.Sink, Received: store.ReceivedMaybe, Version: d.Version})
+		}
+	}
+	return out
+}
