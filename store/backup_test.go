@@ -221,10 +221,11 @@ func TestCheckRefusesWhatIsNotAWholeDatabase(t *testing.T) {
 	db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("x")); return err })
 	db.Close()
 	for name, path := range map[string]string{
-		"cut in half": write("half.db", data[:len(data)/2]),
-		"garbage":     write("garbage.db", bytes.Repeat([]byte("not a database "), 1000)),
-		"empty":       write("empty.db", nil),
-		"other bbolt": other,
+		"cut in half":  write("half.db", data[:len(data)/2]),
+		"pages zeroed": write("zeroed.db", zeroPages(data, 4, len(data)/4096-1)),
+		"garbage":      write("garbage.db", bytes.Repeat([]byte("not a database "), 1000)),
+		"empty":        write("empty.db", nil),
+		"other bbolt":  other,
 	} {
 		if _, err := Check(path); !errors.Is(err, ErrBadBackup) {
 			t.Errorf("%s: Check = %v, want ErrBadBackup", name, err)
@@ -233,4 +234,12 @@ func TestCheckRefusesWhatIsNotAWholeDatabase(t *testing.T) {
 	if _, err := Check(good); err != nil {
 		t.Fatalf("the whole backup: %v", err)
 	}
+}
+
+// zeroPages returns data with its 4 KiB pages from to to (exclusive)
+// zeroed: the size and the meta pages stay right, the tree does not.
+func zeroPages(data []byte, from, to int) []byte {
+	out := bytes.Clone(data)
+	clear(out[from*4096 : to*4096])
+	return out
 }
