@@ -41,8 +41,9 @@ func (s *Store) Backup(ctx context.Context, w io.Writer, size func(int64)) (int6
 		n, err = tx.WriteTo(ctxWriter{ctx: ctx, w: w})
 		return err
 	})
-	if err != nil && ctx.Err() != nil {
-		err = ctx.Err() // bbolt does not wrap the writer's error for the meta pages
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		// bbolt does not wrap the writer's error for the meta pages
+		err = fmt.Errorf("%w: %v", ctx.Err(), err)
 	}
 	if err != nil {
 		return n, fmt.Errorf("back up the database: %w", err)
