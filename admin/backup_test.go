@@ -51,8 +51,10 @@ func backupServer(t *testing.T, records, rawSize int, stall time.Duration) (*htt
 		}
 	}
 	svc, err := submit.NewService(submit.ServiceOptions{Store: st, Logger: zerolog.Nop(),
-		Rule:    submit.ResubmitRule{Field: "result", Values: []string{"pending"}, CPFField: "cpf"},
-		Results: func(b store.Batch) (io.ReadCloser, error) { return os.Open(filepath.Join(b.ExportPath, "results.ndjson")) }})
+		Rule: submit.ResubmitRule{Field: "result", Values: []string{"pending"}, CPFField: "cpf"},
+		Results: func(b store.Batch) (io.ReadCloser, error) {
+			return os.Open(filepath.Join(b.ExportPath, "results.ndjson"))
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
