@@ -31,6 +31,9 @@ Usage:
   batchhook track ID...           poll batches submitted elsewhere until final, then export them
   batchhook resubmit ID           submit again the unresolved CPFs of an expired or partial batch
   batchhook sign | verify         compute or check a webhook signature
+  batchhook backup FILE           a consistent snapshot of the running daemon's database, checked
+  batchhook restore FILE          (daemon stopped) swap a backup in, keeping the current database
+  batchhook compact               (daemon stopped) rewrite the database without its free space
   batchhook healthcheck           exit 0 when the daemon's /healthz answers
   batchhook bench                 load a webhook endpoint (or --bare: the baseline)
   batchhook version               version, commit and Go version
@@ -71,6 +74,12 @@ func run(ctx context.Context, args []string, e env) int {
 		return verifyCmd(args[1:], e.stdin, e.stdout, e.stderr)
 	case "bench":
 		return benchCmd(ctx, args[1:], e.stdout, e.stderr)
+	case "backup":
+		return backupCmd(ctx, args[1:], e.stdout, e.stderr)
+	case "restore":
+		return restoreCmd(args[1:], e.stdout, e.stderr)
+	case "compact":
+		return compactCmd(args[1:], e.stdout, e.stderr)
 	case "healthcheck":
 		return healthcheck(ctx, args[1:], e.stdout, e.stderr)
 	case "version":
