@@ -239,3 +239,45 @@ func countInState(t *testing.T, d *daemonProc, state string) int {
 		cursor = page.NextCursor
 	}
 }
+
+// TestRestoreReportsExportsOutOfStep: EXPORT_DIR is not in the backup. A
+// batch exported before the backup whose export is gone is listed to
+// refetch (and a refetch brings it back); one exported after the backup is
+// listed as an export without a batch.
+func TestRestoreReportsExportsOutOfStep(t *testing.T) {
+	s := newSetup(t, lookupsim.Options{})
+	d := startDaemon(t, s.addr, s.env)
+	data := s.env["BATCHHOOK_DATA_DIR"]
+	before, err := s.sim.Submit(lookupsim.SampleCPFs(10, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.waitExport(t, before, d, 20*time.Second)
+	file := filepath.Join(t.TempDir(), "snap.db")
+	if _, stderr, code := runCLI(t, d, 30*time.Second, "backup", file); code != 0 {
+		t.Fatalf("backup: %s", stderr)
+	}
+	after, err := s.sim.Submit(lookupsim.SampleCPFs(10, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.waitExport(t, after, d, 20*time.Second)
+	d.stop(t)
+	if err := os.RemoveAll(filepath.Join(s.exports, before)); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := runOffline(t, data, "restore", file)
+	if code != 0 {
+		t.Fatalf("restore: exit %d\n%s%s", code, out, stderr)
+	}
+	if !regexpLine(out, `^1 exported batches have no complete export`) || !regexpLine(out, `^  `+before+`$`) ||
+		!regexpLine(out, `^1 exports in .* belong to no batch`) || !regexpLine(out, `^  `+after+`$`) {
+		t.Fatalf("restore did not report the missing export of %s and the stray one of %s:\n%s", before, after, out)
+	}
+	d = startDaemon(t, s.addr, s.env)
+	if _, stderr, code := runCLI(t, d, 30*time.Second, "batches", "refetch", before); code != 0 {
+		t.Fatalf("refetch: %s", stderr)
+	}
+	s.waitExport(t, before, d, 20*time.Second)
+	s.checkExport(t, before)
+}

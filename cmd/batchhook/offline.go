@@ -34,31 +34,29 @@ time>. Environment: BATCHHOOK_DATA_DIR (default ./data).
 `
 
 // offlineFlags parses args with --data-dir and the extra flags set on fs,
-// and returns the positional arguments and the data directory.
-func offlineFlags(fs *flag.FlagSet, usage string, args []string, stderr io.Writer) ([]string, string, int) {
+// and returns the positional arguments and the directories; code is the
+// exit code when the command must stop here, -1 otherwise.
+func offlineFlags(fs *flag.FlagSet, usage string, args []string, stderr io.Writer) (pos []string, dirs config.Offline, code int) {
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	dataDir := fs.String("data-dir", "", "the daemon's data directory (default $BATCHHOOK_DATA_DIR or ./data)")
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
-		return nil, "", 0
+		return nil, dirs, 0
 	}
 	if err != nil {
-		return nil, "", 2
+		return nil, dirs, 2
 	}
-	dir := *dataDir
-	if dir == "" {
-		if dir, err = config.LoadDataDir(); err != nil {
-			fmt.Fprintf(stderr, "batchhook %s: %v\n", fs.Name(), err)
-			return nil, "", 2
-		}
+	if dirs, err = config.LoadOffline(*dataDir); err != nil {
+		fmt.Fprintf(stderr, "batchhook %s: %v\n", fs.Name(), err)
+		return nil, dirs, 2
 	}
-	return pos, dir, -1
+	return pos, dirs, -1
 }
 
 func restoreCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
-	pos, dir, code := offlineFlags(fs, restoreUsage, args, stderr)
+	pos, dirs, code := offlineFlags(fs, restoreUsage, args, stderr)
 	if code >= 0 {
 		return code
 	}
@@ -66,6 +64,7 @@ func restoreCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, restoreUsage)
 		return 2
 	}
+	dir := dirs.DataDir
 	res, err := store.Restore(dir, pos[0], time.Now())
 	reportLeftovers(stdout, res.Removed)
 	if err != nil {
@@ -77,13 +76,17 @@ func restoreCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "restored %s into %s: %d bytes, transaction %d\n", pos[0], dir, res.After, res.Summary.TxID)
 	printSummary(stdout, res.Summary)
+	if err := reportExports(stdout, dirs); err != nil {
+		fmt.Fprintf(stderr, "batchhook restore: the database is restored, but its exports could not be compared: %v\n", err)
+		return 1
+	}
 	return 0
 }
 
 func compactCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("compact", flag.ContinueOnError)
 	keep := fs.Bool("keep", false, "keep the previous file as batchhook.db.bak-<UTC time>")
-	pos, dir, code := offlineFlags(fs, compactUsage, args, stderr)
+	pos, dirs, code := offlineFlags(fs, compactUsage, args, stderr)
 	if code >= 0 {
 		return code
 	}
@@ -91,6 +94,7 @@ func compactCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, compactUsage)
 		return 2
 	}
+	dir := dirs.DataDir
 	res, err := store.Compact(dir, *keep, time.Now())
 	reportLeftovers(stdout, res.Removed)
 	if err != nil {
