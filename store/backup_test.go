@@ -243,3 +243,49 @@ func zeroPages(data []byte, from, to int) []byte {
 	clear(out[from*4096 : to*4096])
 	return out
 }
+
+// TestBackupWaitsForTheCommitItSees: a commit bbolt made visible but the
+// store has not seen return (its fdatasync running) is not streamed until
+// it returns; if it fails instead, the backup fails and writes nothing.
+func TestBackupWaitsForTheCommitItSees(t *testing.T) {
+	for _, outcome := range []string{"returns", "fails"} {
+		t.Run(outcome, func(t *testing.T) {
+			s := openTest(t, t.TempDir())
+			var id int
+			if err := s.db.DB.Update(func(tx *bolt.Tx) error {
+				id = tx.ID()
+				_, err := recordTx(tx, note("b_syncing", t0))
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			answer := make(chan error, 1)
+			go func() {
+				_, err := s.Backup(context.Background(), &buf, nil)
+				answer <- err
+			}()
+			select {
+			case err := <-answer:
+				t.Fatalf("Backup finished (%v) while the commit it saw had not returned", err)
+			case <-time.After(200 * time.Millisecond):
+			}
+			if outcome == "returns" {
+				s.db.committed(id, true)
+			} else {
+				s.db.fail(errors.Join(ErrFailed, errors.New("fdatasync: input/output error")))
+			}
+			select {
+			case err := <-answer:
+				if outcome == "returns" && (err != nil || buf.Len() == 0) {
+					t.Fatalf("Backup after the commit returned: %v, %d bytes", err, buf.Len())
+				}
+				if outcome == "fails" && (!errors.Is(err, ErrFailed) || buf.Len() != 0) {
+					t.Fatalf("Backup of a failed commit = %v with %d bytes, want ErrFailed and none", err, buf.Len())
+				}
+			case <-time.After(3 * time.Second):
+				t.Fatal("Backup still waiting after the commit ended")
+			}
+		})
+	}
+}
