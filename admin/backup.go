@@ -21,8 +21,9 @@ const defaultBackupStall = 30 * time.Second
 // client (the CLI also checks the file). The server's write timeout would
 // cut a large database, so each write gets its own deadline instead: a
 // client that stalls or goes away ends the stream, and with it the read
-// transaction, which must not stay open (bbolt cannot grow its memory map
-// while one is, so writers could wait behind it).
+// transaction, which must not stay open for nothing (past the store's
+// first 1 GiB memory map, a commit that grows the map waits for every
+// read transaction to end).
 func (s *Server) backup(c echo.Context) error {
 	start := s.o.Now()
 	name := "batchhook-" + start.UTC().Format("20060102T150405Z") + ".db"

@@ -25,8 +25,9 @@ import (
 // The snapshot is streamed only once the commit it shows has returned
 // (durableDB: a commit whose fsync has not returned is visible to readers,
 // and one that fails would otherwise be in the copy). ctx is checked before
-// every write: a caller that goes away ends the read transaction, which
-// must not stay open (bbolt cannot grow its memory map while one is).
+// every write: a caller that goes away ends the read transaction. While it
+// is open, writes go on (the store maps 1 GiB at open: initialMmap); past
+// that, a commit that grows the map waits for it.
 // Backup takes no other lock of the store's.
 func (s *Store) Backup(ctx context.Context, w io.Writer, size func(int64)) (int64, error) {
 	if err := s.db.failure(); err != nil {

@@ -289,3 +289,45 @@ func TestBackupWaitsForTheCommitItSees(t *testing.T) {
 		})
 	}
 }
+
+// blockedWriter blocks every write until release is closed.
+type blockedWriter struct {
+	started chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (b *blockedWriter) Write(p []byte) (int, error) {
+	b.once.Do(func() { close(b.started) })
+	<-b.release
+	return len(p), nil
+}
+
+// TestWritesGoOnWhileABackupStreams: a backup stuck on its client holds a
+// read transaction; commits that grow the database well past its first
+// memory map must still return (bbolt remaps only with no reader open).
+func TestWritesGoOnWhileABackupStreams(t *testing.T) {
+	s := openTest(t, t.TempDir())
+	w := &blockedWriter{started: make(chan struct{}), release: make(chan struct{})}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Backup(context.Background(), w, nil)
+		done <- err
+	}()
+	<-w.started
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		fillTestBuckets(t, s, 8, 1000, 1000) // ~8 MB: the file grows from 32 KiB
+	}()
+	select {
+	case <-wrote:
+	case <-time.After(10 * time.Second):
+		close(w.release)
+		t.Fatal("writes waited behind a backup's read transaction")
+	}
+	close(w.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
