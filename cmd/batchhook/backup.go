@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -53,6 +54,15 @@ func backupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if _, err := os.Lstat(file); err == nil && !*force {
 		fmt.Fprintf(stderr, "batchhook backup: %s exists; pass --force to replace it\n", file)
 		return 1
+	}
+	// A backup killed mid-download leaves its temporary file: remove it.
+	left, _ := filepath.Glob(filepath.Join(filepath.Dir(file), "."+globEscape(filepath.Base(file))+".tmp-*"))
+	for _, p := range left {
+		if err := os.Remove(p); err != nil {
+			fmt.Fprintf(stderr, "batchhook backup: remove %s, left by an interrupted backup: %v\n", p, err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "removed %s, left by an interrupted backup\n", p)
 	}
 	sum, err := c.backupTo(ctx, file, *force)
 	if err != nil {
@@ -164,4 +174,16 @@ func printSummary(w io.Writer, sum store.Summary) {
 		fmt.Fprintf(tw, "%s\t%d\t%s\n", b.Name, b.Keys, b.Digest)
 	}
 	tw.Flush()
+}
+
+// globEscape quotes the glob metacharacters of a file name.
+func globEscape(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteRune('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

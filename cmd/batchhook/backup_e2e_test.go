@@ -81,8 +81,15 @@ func TestBackupCommandAndOfflineCommandsRefuseWhileTheDaemonRuns(t *testing.T) {
 	if again, _ := os.ReadFile(file); !bytes.Equal(again, first) {
 		t.Fatal("a refused backup changed the existing file")
 	}
-	if _, stderr, code := runCLI(t, d, 30*time.Second, "backup", "--force", file); code != 0 {
-		t.Fatalf("backup --force: exit %d, %s", code, stderr)
+	leftover := filepath.Join(dir, ".snap.db.tmp-123") // as a killed backup leaves it
+	if err := os.WriteFile(leftover, []byte("partial"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, stderr, code := runCLI(t, d, 30*time.Second, "backup", "--force", file); code != 0 || !strings.Contains(out, "removed "+leftover) {
+		t.Fatalf("backup --force: exit %d, %s%s", code, out, stderr)
+	}
+	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
+		t.Fatalf("the interrupted backup's temporary file is still there: %v", err)
 	}
 	// A daemon that is not there: no file, no temporary file.
 	other := filepath.Join(dir, "none.db")
