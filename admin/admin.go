@@ -3,7 +3,9 @@
 // quarantine entries and to refetch a batch. It listens apart from the
 // public webhook (BATCHHOOK_ADMIN_ADDR, loopback by default).
 //
-// No route returns result items or secrets. With a token configured every
+// No route returns result items or secrets, except GET /admin/backup: it
+// is the database itself (raw notifications, the CPFs of submission
+// chunks), for the operator to keep as carefully. With a token configured every
 // route except /healthz and /readyz needs "Authorization: Bearer <token>"
 // (probes cannot send secrets; Prometheus scrapes with a bearer token).
 package admin
@@ -40,6 +42,7 @@ type Store interface {
 	Deliveries(batchID string) ([]store.Delivery, error)
 	Redeliver(batchID, sink string, now time.Time) (*store.Delivery, error)
 	ListDeliveries(state store.DeliveryState, sink string, limit int, cursor string) ([]store.Delivery, string, error)
+	Backuper
 }
 
 var _ Store = (*store.Store)(nil)
@@ -68,6 +71,9 @@ type Options struct {
 	// the sampler dropped (admin_unauthorized, http_server_error); nil =
 	// none. At most 20 such lines a second are written.
 	LogDropped func(event string)
+	// BackupStall bounds how long one write of GET /admin/backup waits
+	// for the client; 0 = 30s.
+	BackupStall time.Duration
 }
 
 // strangerBurst is how many lines a second strangers can cause here.
@@ -90,6 +96,9 @@ func New(o Options) (*Server, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.BackupStall <= 0 {
+		o.BackupStall = defaultBackupStall
 	}
 	sampler := logsample.New(strangerBurst, time.Second, o.LogDropped)
 	s := &Server{o: o, unauthorizedLog: sampler.Logger(o.Logger, "admin_unauthorized")}
@@ -115,6 +124,7 @@ func New(o Options) (*Server, error) {
 	g.GET("/admin/chunks", s.listChunks)
 	g.POST("/admin/erasures", s.createErasure)
 	g.GET("/admin/erasures", s.listErasures)
+	g.GET("/admin/backup", s.backup)
 	s.echo = e
 	s.srv = httpserver.New("admin listener", &http.Server{Handler: e, ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10,

@@ -32,6 +32,12 @@ var (
 	bucketEvents     = []byte("events")
 )
 
+// initialMmap is the address space bbolt maps at open (virtual: the file
+// and the memory in use grow with the data). A commit that needs a larger
+// map waits until every read transaction has ended, so without it a
+// backup streaming to a slow client could hold up writes (Backup).
+const initialMmap = 1 << 30
+
 // Store is the bbolt-backed store. It is safe for concurrent use.
 type Store struct {
 	db   *durableDB // bbolt, failing closed after a failed commit (durable.go)
@@ -69,7 +75,7 @@ func open(dir string, lockTimeout time.Duration, openFile func(string, int, os.F
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
 	path := filepath.Join(dir, FileName)
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout, OpenFile: openFile})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout, OpenFile: openFile, InitialMmapSize: initialMmap})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("open %s: %w (is another batchhook running on this data dir?)", path, ErrLocked)
 	}

@@ -33,6 +33,9 @@ Usage:
   batchhook erase --cpf CPF       erase one person's data (LGPD art. 18); lists the sinks that had it
   batchhook erasures list         the erasures made (keyed hash only, never the CPF)
   batchhook sign | verify         compute or check a webhook signature
+  batchhook backup FILE           a consistent snapshot of the running daemon's database, checked
+  batchhook restore FILE          (daemon stopped) swap a backup in, keeping the current database
+  batchhook compact               (daemon stopped) rewrite the database without its free space
   batchhook healthcheck           exit 0 when the daemon's /healthz answers
   batchhook bench                 load a webhook endpoint (or --bare: the baseline)
   batchhook version               version, commit and Go version
@@ -77,6 +80,12 @@ func run(ctx context.Context, args []string, e env) int {
 		return verifyCmd(args[1:], e.stdin, e.stdout, e.stderr)
 	case "bench":
 		return benchCmd(ctx, args[1:], e.stdout, e.stderr)
+	case "backup":
+		return backupCmd(ctx, args[1:], e.stdout, e.stderr)
+	case "restore":
+		return restoreCmd(args[1:], e.stdout, e.stderr)
+	case "compact":
+		return compactCmd(args[1:], e.stdout, e.stderr)
 	case "healthcheck":
 		return healthcheck(ctx, args[1:], e.stdout, e.stderr)
 	case "version":
