@@ -258,3 +258,41 @@ func TestAnErasureWaitsForAPublishThatMissedIt(t *testing.T) {
 		t.Fatalf("export = %q", lines)
 	}
 }
+
+// A purge that comes while an erasure rewrites the same export must not
+// let the erasure swap its rewrite back in afterwards: the purged batch
+// would keep an export (personal data) nobody tracks.
+func TestAPurgeWaitsForAnErasureUnderWay(t *testing.T) {
+	d := newTestDir(t)
+	publish(t, d, "b-6", false, itemA1, itemB)
+	inSwap, release := make(chan struct{}), make(chan struct{})
+	swap := d.exchange
+	d.exchange = func(a *os.File, an string, b *os.File, bn string) error {
+		close(inSwap)
+		<-release
+		return swap(a, an, b, bn)
+	}
+	erased := make(chan error, 1)
+	go func() {
+		_, err := d.Erase("b-6", "cpf", matchA)
+		erased <- err
+	}()
+	<-inSwap
+	purged := make(chan error, 1)
+	go func() { purged <- d.Purge("b-6") }()
+	select {
+	case err := <-purged:
+		t.Fatalf("Purge returned (%v) while an erasure of the same batch was swapping", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	if err := <-erased; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-purged; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(d.Path("b-6")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("export of a purged batch still in place after the erasure finished: %v", err)
+	}
+}

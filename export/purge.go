@@ -34,11 +34,13 @@ func (d *Dir) Manifest(batchID string) (m Manifest, ok bool, err error) {
 // aside by an interrupted replace. Nothing is followed (a link is removed
 // itself), a missing entry is not an error, and both directories are
 // synced, so a purge that returned nil is durable and a repeated one does
-// nothing.
+// nothing. It holds the batch's lock, like Erase: an erasure that read the
+// export before the purge must not swap its rewrite back in after it.
 func (d *Dir) Purge(batchID string) error {
 	if err := checkID(batchID); err != nil {
 		return err
 	}
+	defer d.locks.lock(batchID)()
 	h, err := d.open()
 	if err != nil {
 		return err
