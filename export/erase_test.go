@@ -296,3 +296,23 @@ func TestAPurgeWaitsForAnErasureUnderWay(t *testing.T) {
 		t.Fatalf("export of a purged batch still in place after the erasure finished: %v", err)
 	}
 }
+
+// A rewrite left in .partial by an erasure that stopped before its swap
+// (here a crash injected in the same process, standing for any error
+// returned between writeFiltered and replace) holds the other items of the
+// batch: a purge of the batch must delete it with the rest ("anything
+// staged for it"); Recover only runs at the next start.
+func TestAPurgeDeletesARewriteLeftByAnErasure(t *testing.T) {
+	d := newTestDir(t)
+	publish(t, d, "b-1", false, itemA1, itemB)
+	eraseUntilCrash(t, d, func(*os.File, string, *os.File, string) error { panic(crash{}) })
+	if got := partialNames(t, d); len(got) == 0 {
+		t.Fatal("the stopped erasure left nothing in .partial: the test tests nothing")
+	}
+	if err := d.Purge("b-1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := partialNames(t, d); len(got) != 0 {
+		t.Fatalf(".partial holds %v after the purge of b-1", got)
+	}
+}

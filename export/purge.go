@@ -30,8 +30,9 @@ func (d *Dir) Manifest(batchID string) (m Manifest, ok bool, err error) {
 }
 
 // Purge deletes everything the export root holds for batchID: the
-// published directory, anything staged in .partial, and an old copy left
-// aside by an interrupted replace. Nothing is followed (a link is removed
+// published directory, anything staged in .partial, a rewrite left by an
+// erasure or a filtered publish that stopped before its swap, and an old
+// copy left aside by an interrupted replace. Nothing is followed (a link is removed
 // itself), a missing entry is not an error, and both directories are
 // synced, so a purge that returned nil is durable and a repeated one does
 // nothing. It holds the batch's lock, like Erase: an erasure that read the
@@ -51,6 +52,9 @@ func (d *Dir) Purge(batchID string) error {
 	}
 	if err := removeAt(h.partial, batchID); err != nil {
 		return fmt.Errorf("purge staging of %s: %w", batchID, err)
+	}
+	if err := removeAt(h.partial, rewriteName(batchID)); err != nil {
+		return fmt.Errorf("purge erasure rewrite of %s: %w", batchID, err)
 	}
 	if err := removeAt(h.partial, asideName(batchID)); err != nil {
 		return fmt.Errorf("purge old export of %s: %w", batchID, err)

@@ -216,7 +216,9 @@ func (s *Store) PurgeExport(id string, p ExportPurge, now time.Time) (*Batch, er
 			return err
 		}
 		t := tombstoneOf(b, now)
-		t.ExportPurgedAt, t.ExportedAt, t.ManifestSHA256, t.ManifestItems = now, p.ExportedAt, p.ManifestSHA256, p.ManifestItems
+		// purged_at is when the batch became purged: this purge, not an
+		// earlier one a refetch undid.
+		t.PurgedAt, t.ExportPurgedAt, t.ExportedAt, t.ManifestSHA256, t.ManifestItems = now, now, p.ExportedAt, p.ManifestSHA256, p.ManifestItems
 		slices.Sort(never)
 		t.NeverDelivered = never
 		b.ExportPath, b.UpdatedAt = "", now
