@@ -410,13 +410,7 @@ func (s *Store) Delivered(batchID, sink string, gen uint64, now time.Time, dropE
 // ExportRemovals returns the batches whose export is to be removed and may
 // still be on disk (a crash came between the record and the removal).
 func (s *Store) ExportRemovals() ([]string, error) {
-	var ids []string
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketExportRemovals).ForEach(func(k, _ []byte) error {
-			ids = append(ids, string(k))
-			return nil
-		})
-	})
+	ids, err := s.keys(bucketExportRemovals)
 	if err != nil {
 		return nil, fmt.Errorf("list export removals: %w", err)
 	}
@@ -425,10 +419,7 @@ func (s *Store) ExportRemovals() ([]string, error) {
 
 // ExportRemovalDone records that the export of batchID is gone from disk.
 func (s *Store) ExportRemovalDone(batchID string) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketExportRemovals).Delete([]byte(batchID))
-	})
-	if err != nil {
+	if err := s.deleteKey(bucketExportRemovals, batchID); err != nil {
 		return fmt.Errorf("record export of %s removed: %w", batchID, err)
 	}
 	return nil

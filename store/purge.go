@@ -252,13 +252,7 @@ func forDeliveries(tx *bolt.Tx, batchID string, fn func(*Delivery) error) error 
 // ExportFileRemovals returns the purged batches whose export directory may
 // still be on disk (a crash came between PurgeExport and the removal).
 func (s *Store) ExportFileRemovals() ([]string, error) {
-	var ids []string
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketPurgeFiles).ForEach(func(k, _ []byte) error {
-			ids = append(ids, string(k))
-			return nil
-		})
-	})
+	ids, err := s.keys(bucketPurgeFiles)
 	if err != nil {
 		return nil, fmt.Errorf("list purged exports to remove: %w", err)
 	}
@@ -267,10 +261,7 @@ func (s *Store) ExportFileRemovals() ([]string, error) {
 
 // ExportFilesRemoved records that the purged export of id is gone from disk.
 func (s *Store) ExportFilesRemoved(id string) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketPurgeFiles).Delete([]byte(id))
-	})
-	if err != nil {
+	if err := s.deleteKey(bucketPurgeFiles, id); err != nil {
 		return fmt.Errorf("record purged export of %s removed: %w", id, err)
 	}
 	return nil

@@ -188,3 +188,23 @@ func (s *Store) Get(id string) (*Batch, error) {
 	})
 	return b, err
 }
+
+// keys lists the keys of a top-level bucket that holds only intents (an
+// export directory still to delete, for the sinks or for a purge).
+func (s *Store) keys(bucket []byte) ([]string, error) {
+	var out []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucket).ForEach(func(k, _ []byte) error {
+			out = append(out, string(k))
+			return nil
+		})
+	})
+	return out, err
+}
+
+// deleteKey removes one intent from a top-level bucket, durably.
+func (s *Store) deleteKey(bucket []byte, key string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucket).Delete([]byte(key))
+	})
+}
