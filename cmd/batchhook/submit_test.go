@@ -309,12 +309,24 @@ func TestCrashBeforeSendingSubmitsOnce(t *testing.T) {
 		env[k] = v
 	}
 	env["BATCHHOOK_API_BASE_URL"] = "http://127.0.0.1:1" // nothing listens on port 1: connection refused
+	// One refused attempt, then a wait of at least 30 s: the kill below
+	// lands while the chunk is back in waiting, never during a retry's
+	// sending (a crash there is submit_unknown by design, DECISIONS 18).
+	env["BATCHHOOK_BACKOFF_BASE"], env["BATCHHOOK_BACKOFF_MAX"] = "1m", "1h"
 	d := startDaemon(t, s.addr, env)
 	path, _, _ := cpfFile(t, 10, 6)
-	if _, stderr, code := runCLI(t, d, 20*time.Second, "submit", "--no-wait", path); code != 0 {
+	out, stderr, code := runCLI(t, d, 20*time.Second, "submit", "--no-wait", path)
+	if code != 0 {
 		t.Fatalf("submit: %d %s", code, stderr)
 	}
+	subID := strings.TrimSpace(out)
 	waitUntil(t, 10*time.Second, func() bool { return strings.Contains(d.out.String(), `"event":"chunk_retry"`) }, "no chunk_retry")
+	// chunk_retry is logged before the chunk's requeue commits: wait for
+	// the store to show it waiting again.
+	waitUntil(t, 10*time.Second, func() bool {
+		o, _, _ := runCLI(t, d, 10*time.Second, "submissions", "show", subID, "--json")
+		return strings.Contains(o, `"state": "waiting"`) && strings.Contains(o, "refused")
+	}, "chunk 0 never went back to waiting after the refused attempt")
 	d.kill()
 	d = startDaemon(t, s.addr, s.env)
 	if strings.Contains(d.out.String(), "chunk_submit_unknown") {
