@@ -57,6 +57,9 @@ type Store struct {
 	sinkMu   sync.Mutex
 	sinks    []string
 	sinkWake map[string]chan struct{}
+
+	// The payment sinks' wakeups (payment.go).
+	payWake paymentWake
 }
 
 // Open opens (creating if needed) the database in dir, with mode 0600 and
@@ -85,7 +88,8 @@ func open(dir string, lockTimeout time.Duration, openFile func(string, int, os.F
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, name := range [][]byte{bucketBatches, bucketDue, bucketQuarantine, bucketEvents, bucketCreated, bucketPending, bucketCounts,
 			bucketSubmissions, bucketChunks, bucketChunkQueue, bucketChunkCounts, bucketSent, bucketPolls, bucketAwaiting,
-			bucketDeliveries, bucketDeliveryDue, bucketDeliveryQueued, bucketDeliveryState, bucketDeliveryCounts, bucketExportRemovals} {
+			bucketDeliveries, bucketDeliveryDue, bucketDeliveryQueued, bucketDeliveryState, bucketDeliveryCounts, bucketExportRemovals,
+			bucketPaymentEvents, bucketPaymentBodies, bucketPaymentDedup} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
