@@ -89,7 +89,7 @@ func open(dir string, lockTimeout time.Duration, openFile func(string, int, os.F
 		for _, name := range [][]byte{bucketBatches, bucketDue, bucketQuarantine, bucketEvents, bucketCreated, bucketPending, bucketCounts,
 			bucketSubmissions, bucketChunks, bucketChunkQueue, bucketChunkCounts, bucketSent, bucketPolls, bucketAwaiting,
 			bucketDeliveries, bucketDeliveryDue, bucketDeliveryQueued, bucketDeliveryState, bucketDeliveryCounts, bucketExportRemovals,
-			bucketPaymentEvents, bucketPaymentBodies, bucketPaymentDedup} {
+			bucketPaymentEvents, bucketPaymentBodies, bucketPaymentDedup, bucketPaymentCursors, bucketPaymentFailed} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
