@@ -1,0 +1,254 @@
+// Package filesink is the `file` payment sink (issue 13): it appends each
+// payment event as one line to EXPORT_DIR/payments/YYYY-MM-DD.ndjson, the
+// UTC day the event was received, and fsyncs the file (and the directory
+// when it made the file) before it answers, so an event counts as
+// delivered to file only once its line is on disk. It is the only writer
+// of EXPORT_DIR/payments/: the erasure and the purge go through DropLines
+// and RemoveDay, which take the same lock as the appends.
+//
+// # No line missing, none twice
+//
+// The dispatcher records "delivered through seq" in the store after this
+// sink answered; a crash between the fsync and that commit hands the same
+// events to the sink again. So before it appends to a day file the sink
+// looks at the file's tail: a last line without its "\n" (a crash in the
+// middle of a write) is truncated away, and an event whose seq is not
+// above the seq of the last whole line is skipped: it was written and
+// synced, only its record was lost. That test is exact because within one
+// day file seqs only grow: the dispatcher hands events in log order, one
+// run at a time, and never hands an event after a later one was handled.
+// Hence an event of day D is in D's file if and only if its seq is at most
+// the last seq there: if it was written, it is at most the last; if it was
+// not, every event after it is still unhandled (handled events are a
+// prefix of the log), so nothing above it is in any file yet.
+//
+// Midnight needs no special case, and the rule above is why: an event's
+// day is that of its receive time, and seqs are assigned at commit, so
+// around midnight the log may hold seq 10 received at 00:00:00.001 (day
+// D+1) before seq 11 received at 23:59:59.999 (day D). Each day file
+// still only grows in seq (11 goes after D's earlier events, all below
+// 10), and each event is looked up in its own day's file only, so a replay
+// skips 10 in D+1's file and 11 in D's. A run that spans two days is
+// written and fsynced one day at a time, and the sink reports as done
+// only the events whose file was synced, so the prefix it answers is on
+// disk.
+//
+// A line cannot be trusted while only the page cache holds it: a line the
+// tail check finds was perhaps written by an attempt that failed before
+// its fsync. So the first time this process appends to a file (and after
+// any error on it) the sink fsyncs the file and the directory before it
+// skips or appends anything; afterwards it knows what it last synced
+// (device, inode, size) and checks only that nothing changed under it.
+package filesink
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/batchhook/batchhook/sink"
+)
+
+// Dir is the directory of the day files, below EXPORT_DIR.
+const Dir = "payments"
+
+// dayLayout names a day file: YYYY-MM-DD (UTC), then ".ndjson".
+const (
+	dayLayout = time.DateOnly
+	fileExt   = ".ndjson"
+)
+
+// Sink is the file payment sink. It is safe for concurrent use; every
+// operation holds one lock, so appends, DropLines and RemoveDay never
+// interleave.
+type Sink struct {
+	root string
+	mu   sync.Mutex
+	// known is what this process last synced in each day file it wrote;
+	// an entry is dropped on any error on that file.
+	known map[string]fileState
+	// beforeSync, when set (tests), runs after a day's lines are written
+	// and before they are fsynced; an error stands for a crash there.
+	beforeSync func(day string) error
+}
+
+// fileState identifies a day file as this process left it.
+type fileState struct {
+	dev, ino uint64
+	size     int64
+	last     uint64
+}
+
+var _ sink.PaymentSink = (*Sink)(nil)
+
+// New returns the sink writing below exportRoot (EXPORT_DIR, which must
+// exist: the export package makes it). It makes the payments directory
+// (0700) when missing, and refuses one that is a link.
+func New(exportRoot string) (*Sink, error) {
+	abs, err := filepath.Abs(exportRoot)
+	if err != nil {
+		return nil, fmt.Errorf("file payment sink: %w", err)
+	}
+	s := &Sink{root: abs, known: map[string]fileState{}}
+	dir, err := s.openDir()
+	if err != nil {
+		return nil, fmt.Errorf("file payment sink: %w", err)
+	}
+	dir.Close()
+	return s, nil
+}
+
+// Name is the sink's name in BATCHHOOK_SINKS.
+func (s *Sink) Name() string { return "file" }
+
+// Path is the absolute path of the payments directory.
+func (s *Sink) Path() string { return filepath.Join(s.root, Dir) }
+
+// openDir opens EXPORT_DIR/payments, making it when missing.
+func (s *Sink) openDir() (*os.File, error) {
+	root, err := os.Open(s.root)
+	if err != nil {
+		return nil, fmt.Errorf("open export root: %w", err)
+	}
+	defer root.Close()
+	return openDirAt(root, Dir, true)
+}
+
+// DeliverPayments appends the lines of ps to their day files (see the
+// package comment for why no line goes missing or twice) and returns how
+// many of ps, from the first, are on disk.
+func (s *Sink) DeliverPayments(ctx context.Context, ps []sink.Payment) (int, sink.Result) {
+	n := validLines(ps)
+	done, res := s.append(ctx, ps[:n])
+	if done < n || n == len(ps) {
+		return done, res
+	}
+	return n, sink.Result{Outcome: sink.Failed, Kind: "local",
+		Reason: fmt.Sprintf("payment event %d: its line is not one line of JSON starting with its seq", ps[n].Seq)}
+}
+
+// validLines returns how many of ps, from the first, have a line the day
+// file can hold: it starts with its own seq (the tail check reads it
+// back) and holds no newline.
+func validLines(ps []sink.Payment) int {
+	for i, p := range ps {
+		prefix := `{"seq":` + strconv.FormatUint(p.Seq, 10) + `,`
+		if !bytes.HasPrefix(p.Line, []byte(prefix)) || bytes.IndexByte(p.Line, '\n') >= 0 || p.Seq == 0 {
+			return i
+		}
+	}
+	return len(ps)
+}
+
+func (s *Sink) append(ctx context.Context, ps []sink.Payment) (int, sink.Result) {
+	if len(ps) == 0 {
+		return 0, sink.Result{Outcome: sink.Delivered}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	dir, err := s.openDir()
+	if err != nil {
+		return 0, local(err)
+	}
+	defer dir.Close()
+	done := 0
+	for done < len(ps) {
+		if err := ctx.Err(); err != nil {
+			return done, sink.Result{Outcome: sink.Retry, Kind: "cancelled", Reason: "delivery interrupted: " + err.Error()}
+		}
+		day := DayOf(ps[done].ReceivedAt)
+		end := done + 1
+		for end < len(ps) && DayOf(ps[end].ReceivedAt) == day {
+			end++
+		}
+		if err := s.appendDay(dir, day, ps[done:end]); err != nil {
+			delete(s.known, day)
+			return done, local(err)
+		}
+		done = end
+	}
+	return done, sink.Result{Outcome: sink.Delivered}
+}
+
+// appendDay writes the events of ps (all of day) that the file does not
+// hold yet, then fsyncs it, and the directory when the file is new or
+// was not this process's to trust.
+func (s *Sink) appendDay(dir *os.File, day string, ps []sink.Payment) error {
+	f, created, err := openFileAt(dir, day+fileExt, os.O_RDWR|os.O_CREATE)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return fmt.Errorf("stat %s: %w", f.Name(), err)
+	}
+	fs := fileState{dev: uint64(st.Dev), ino: st.Ino, size: st.Size}
+	syncDir := created
+	if k, ok := s.known[day]; ok && k.dev == fs.dev && k.ino == fs.ino && k.size == fs.size {
+		fs.last = k.last
+	} else {
+		if fs.size, fs.last, err = recoverTail(f, fs.size); err != nil {
+			return err
+		}
+		syncDir = true
+	}
+	var buf bytes.Buffer
+	last := fs.last
+	for _, p := range ps {
+		if p.Seq <= last {
+			continue // written and synced before; only its record was lost
+		}
+		buf.Write(p.Line)
+		buf.WriteByte('\n')
+		last = p.Seq
+	}
+	if buf.Len() > 0 {
+		if _, err := f.WriteAt(buf.Bytes(), fs.size); err != nil {
+			return fmt.Errorf("append to %s: %w", f.Name(), err)
+		}
+	}
+	if s.beforeSync != nil {
+		if err := s.beforeSync(day); err != nil {
+			return err
+		}
+	}
+	if buf.Len() > 0 || syncDir {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("sync %s: %w", f.Name(), err)
+		}
+	}
+	if syncDir {
+		if err := dir.Sync(); err != nil {
+			return fmt.Errorf("sync %s: %w", dir.Name(), err)
+		}
+	}
+	fs.size += int64(buf.Len())
+	fs.last = last
+	if len(s.known) > 8 { // a handful of recent days is all that is ever written
+		clear(s.known)
+	}
+	s.known[day] = fs
+	return nil
+}
+
+// DayOf returns the day file an event received at t goes to: its UTC
+// date, YYYY-MM-DD.
+func DayOf(t time.Time) string { return t.UTC().Format(dayLayout) }
+
+func local(err error) sink.Result {
+	return sink.Result{Outcome: sink.Retry, Kind: "local", Reason: err.Error()}
+}
+
+// errCorrupt: the last whole line of a day file does not start with
+// {"seq":N, so the sink cannot tell what the file holds. It retries (an
+// operator moves the file away); it never guesses.
+var errCorrupt = errors.New("its last line does not start with {\"seq\":N,; move the file away for the sink to go on")
