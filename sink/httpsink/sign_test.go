@@ -44,8 +44,8 @@ func TestSignMatchesOpenSSL(t *testing.T) {
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if n != 3 {
-		t.Fatalf("read %d vectors, want 3", n)
+	if n != 4 {
+		t.Fatalf("read %d vectors, want 4", n)
 	}
 }
 
