@@ -36,10 +36,12 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultTopic        = "batchhook.results"
-	DefaultTimeout      = 60 * time.Second
-	DefaultDialTimeout  = 10 * time.Second
-	DefaultMaxItemBytes = 32 << 20 // the default MAX_PAGE_BYTES
+	DefaultTopic = "batchhook.results"
+	// DefaultPaymentsTopic receives payment events (issue 13).
+	DefaultPaymentsTopic = "batchhook.payments"
+	DefaultTimeout       = 60 * time.Second
+	DefaultDialTimeout   = 10 * time.Second
+	DefaultMaxItemBytes  = 32 << 20 // the default MAX_PAGE_BYTES
 	// maxTxnTimeout is Kafka's default transaction.max.timeout.ms: a
 	// longer transaction timeout is refused by a broker left at defaults.
 	maxTxnTimeout = 15 * time.Minute
@@ -62,6 +64,9 @@ type Options struct {
 	Brokers []string
 	// Topic receives the records ("" = DefaultTopic).
 	Topic string
+	// PaymentsTopic receives the payment events ("" =
+	// DefaultPaymentsTopic).
+	PaymentsTopic string
 	// TransactionalID is the producer's transactional id. It must stay
 	// the same across restarts: that is what lets the broker abort a
 	// transaction a crash left open.
@@ -93,6 +98,7 @@ type Sink struct {
 	client  *kgo.Client
 	opts    []kgo.Opt
 	topic   string
+	payment string // the payments topic
 	timeout time.Duration
 	maxItem int
 }
@@ -118,6 +124,9 @@ func newSink(o Options, extra ...kgo.Opt) (*Sink, error) {
 	}
 	if o.Topic == "" {
 		o.Topic = DefaultTopic
+	}
+	if o.PaymentsTopic == "" {
+		o.PaymentsTopic = DefaultPaymentsTopic
 	}
 	if o.TransactionalID == "" {
 		return nil, fmt.Errorf("%w: TransactionalID is empty", ErrOptions)
@@ -161,7 +170,7 @@ func newSink(o Options, extra ...kgo.Opt) (*Sink, error) {
 		opts = append(opts, kgo.SASL(mech))
 	}
 	opts = append(opts, extra...)
-	return &Sink{opts: opts, topic: o.Topic, timeout: o.Timeout, maxItem: o.MaxItemBytes}, nil
+	return &Sink{opts: opts, topic: o.Topic, payment: o.PaymentsTopic, timeout: o.Timeout, maxItem: o.MaxItemBytes}, nil
 }
 
 // tlsConfig verifies the brokers against caFile's roots, or the system's
