@@ -24,7 +24,13 @@ var (
 // Options.CreateStream), an error wrapping ErrNoStream that names the
 // subject when the server has none, and one wrapping ErrUnreachable when
 // the server did not answer.
-func (s *Sink) Check(ctx context.Context) error {
+func (s *Sink) Check(ctx context.Context) error { return s.check(ctx, s.o.Subject) }
+
+// CheckPayments is Check for the payments subject; the daemon runs it when
+// payments are enabled.
+func (s *Sink) CheckPayments(ctx context.Context) error { return s.check(ctx, s.o.PaymentsSubject) }
+
+func (s *Sink) check(ctx context.Context, subject string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%w: %v", ErrUnreachable, err)
 	}
@@ -32,25 +38,25 @@ func (s *Sink) Check(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnreachable, err)
 	}
-	_, err = js.StreamNameBySubject(ctx, s.o.Subject)
+	_, err = js.StreamNameBySubject(ctx, subject)
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
-		return fmt.Errorf("%w: subject %s (JetStream is not enabled on the server)", ErrNoStream, s.o.Subject)
+		return fmt.Errorf("%w: subject %s (JetStream is not enabled on the server)", ErrNoStream, subject)
 	case !errors.Is(err, jetstream.ErrStreamNotFound):
-		return fmt.Errorf("%w: ask for the stream of subject %s: %v", ErrUnreachable, s.o.Subject, err)
+		return fmt.Errorf("%w: ask for the stream of subject %s: %v", ErrUnreachable, subject, err)
 	case !s.o.CreateStream:
-		return fmt.Errorf("%w: subject %s (create one, e.g. with nats stream add, or let batchhook create it)", ErrNoStream, s.o.Subject)
+		return fmt.Errorf("%w: subject %s (create one, e.g. with nats stream add, or let batchhook create it)", ErrNoStream, subject)
 	}
 	_, err = js.CreateStream(ctx, jetstream.StreamConfig{
-		Name:       StreamName(s.o.Subject),
-		Subjects:   []string{s.o.Subject},
+		Name:       StreamName(subject),
+		Subjects:   []string{subject},
 		Storage:    jetstream.FileStorage,
 		Duplicates: DuplicateWindow,
 	})
 	if err != nil {
-		return fmt.Errorf("%w: subject %s: create stream %s: %v", ErrNoStream, s.o.Subject, StreamName(s.o.Subject), err)
+		return fmt.Errorf("%w: subject %s: create stream %s: %v", ErrNoStream, subject, StreamName(subject), err)
 	}
 	return nil
 }

@@ -35,8 +35,10 @@ import (
 
 // Defaults of Options and the stream CreateStream makes.
 const (
-	DefaultSubject        = "batchhook.results"
-	DefaultPublishTimeout = 10 * time.Second
+	DefaultSubject = "batchhook.results"
+	// DefaultPaymentsSubject receives payment events (issue 13).
+	DefaultPaymentsSubject = "batchhook.payments"
+	DefaultPublishTimeout  = 10 * time.Second
 	// DuplicateWindow is the duplicate window of a stream the sink
 	// creates (Options.CreateStream): a message sent again within it is
 	// stored once.
@@ -71,6 +73,9 @@ type Options struct {
 	// Subject receives every message (empty = DefaultSubject). It must
 	// not hold wildcards.
 	Subject string
+	// PaymentsSubject receives the payment events (empty =
+	// DefaultPaymentsSubject); the same rules as Subject.
+	PaymentsSubject string
 	// CredsFile is a NATS credentials file (JWT and seed); optional.
 	CredsFile string
 	// Token is an authentication token; optional.
@@ -121,9 +126,14 @@ func New(o Options) (*Sink, error) {
 	if o.Subject == "" {
 		o.Subject = DefaultSubject
 	}
-	if strings.ContainsAny(o.Subject, "*> \t\r\n") || strings.HasPrefix(o.Subject, ".") ||
-		strings.HasSuffix(o.Subject, ".") || strings.Contains(o.Subject, "..") {
-		return nil, fmt.Errorf("%w: Subject %q is not a literal subject (no wildcards, blanks or empty tokens)", ErrOptions, o.Subject)
+	if o.PaymentsSubject == "" {
+		o.PaymentsSubject = DefaultPaymentsSubject
+	}
+	for name, subj := range map[string]string{"Subject": o.Subject, "PaymentsSubject": o.PaymentsSubject} {
+		if strings.ContainsAny(subj, "*> \t\r\n") || strings.HasPrefix(subj, ".") ||
+			strings.HasSuffix(subj, ".") || strings.Contains(subj, "..") {
+			return nil, fmt.Errorf("%w: %s %q is not a literal subject (no wildcards, blanks or empty tokens)", ErrOptions, name, subj)
+		}
 	}
 	if o.PublishTimeout == 0 {
 		o.PublishTimeout = DefaultPublishTimeout
@@ -137,8 +147,11 @@ func New(o Options) (*Sink, error) {
 // Name is the sink's name in BATCHHOOK_SINKS.
 func (s *Sink) Name() string { return "nats" }
 
-// Subject is the subject the sink publishes on.
+// Subject is the subject the sink publishes exports on.
 func (s *Sink) Subject() string { return s.o.Subject }
+
+// PaymentsSubject is the subject the sink publishes payment events on.
+func (s *Sink) PaymentsSubject() string { return s.o.PaymentsSubject }
 
 // Close closes the connection, if any.
 func (s *Sink) Close() {
@@ -190,10 +203,11 @@ func (s *Sink) conn() (*nats.Conn, jetstream.JetStream, error) {
 }
 
 // onError sees the server's asynchronous errors. A permissions violation
-// on our subject ends the publishes waiting for an ack that will never
-// come.
+// on one of our subjects ends the publishes waiting for an ack that will
+// never come.
 func (s *Sink) onError(_ *nats.Conn, _ *nats.Subscription, err error) {
-	if !errors.Is(err, nats.ErrPermissionViolation) || !strings.Contains(err.Error(), strconv.Quote(s.o.Subject)) {
+	if !errors.Is(err, nats.ErrPermissionViolation) ||
+		(!strings.Contains(err.Error(), strconv.Quote(s.o.Subject)) && !strings.Contains(err.Error(), strconv.Quote(s.o.PaymentsSubject))) {
 		return
 	}
 	s.waitMu.Lock()
