@@ -143,6 +143,8 @@ type Config struct {
 	NatsTLSCaFile      string        `split_words:"true"`
 	NatsCreateStream   bool          `split_words:"true"`
 	NatsPublishTimeout time.Duration `split_words:"true" default:"10s"`
+	// The payments topic and subject of the sinks (payments_sinks.go).
+	PaymentSinks
 }
 
 // Load reads the environment, applies defaults, reads secret files,
@@ -260,7 +262,10 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%s: %s", Var(ch.name), ch.want)
 		}
 	}
-	return c.validateSinks()
+	if err := c.validateSinks(); err != nil {
+		return err
+	}
+	return c.validatePaymentSinks()
 }
 
 // ResubmitValueList splits RESUBMIT_VALUES, dropping blanks.

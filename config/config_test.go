@@ -42,6 +42,7 @@ var shortNames = []string{
 	"KAFKA_SASL_USER", "KAFKA_SASL_PASSWORD", "KAFKA_SASL_PASSWORD_FILE", "KAFKA_TIMEOUT",
 	"NATS_URL", "NATS_SUBJECT", "NATS_CREDS_FILE", "NATS_TOKEN", "NATS_TOKEN_FILE", "NATS_TLS_CA_FILE",
 	"NATS_CREATE_STREAM", "NATS_PUBLISH_TIMEOUT",
+	"KAFKA_PAYMENTS_TOPIC", "NATS_PAYMENTS_SUBJECT",
 }
 
 // cleanEnv unsets every BATCHHOOK_ variable and every unprefixed name we
@@ -216,6 +217,7 @@ func TestLoadIgnoresUnprefixedVariables(t *testing.T) {
 		"NATS_URL": "nats://u:p@x", "NATS_SUBJECT": "un.prefixed", "NATS_CREDS_FILE": "/nonexistent/creds",
 		"NATS_TOKEN": "unprefixed", "NATS_TOKEN_FILE": "/nonexistent/token", "NATS_TLS_CA_FILE": "/nonexistent/ca",
 		"NATS_CREATE_STREAM": "true", "NATS_PUBLISH_TIMEOUT": "0s",
+		"KAFKA_PAYMENTS_TOPIC": "un prefixed", "NATS_PAYMENTS_SUBJECT": "un.prefixed.>",
 	}
 	if len(bogus) != len(shortNames) {
 		t.Fatalf("bogus covers %d names, want %d", len(bogus), len(shortNames))
@@ -288,6 +290,7 @@ func TestLoadDefaults(t *testing.T) {
 		ExecSinkTimeout: 5 * time.Minute,
 		KafkaTopic:      "batchhook.results", KafkaTimeout: time.Minute,
 		NatsSubject: "batchhook.results", NatsPublishTimeout: 10 * time.Second,
+		PaymentSinks: config.PaymentSinks{KafkaPaymentsTopic: "batchhook.payments", NatsPaymentsSubject: "batchhook.payments"},
 	}
 	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", *c, want)

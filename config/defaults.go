@@ -12,9 +12,20 @@ import (
 // embedded defaults whatever the shell exports.
 func Defaults() Config {
 	var c Config
-	v := reflect.ValueOf(&c).Elem()
+	setDefaults(reflect.ValueOf(&c).Elem())
+	return c
+}
+
+// setDefaults sets the default of every tagged field of the struct v, and
+// of the structs it embeds (envconfig reads their fields with the same
+// prefix).
+func setDefaults(v reflect.Value) {
 	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
+		if t.Field(i).Anonymous && t.Field(i).Type.Kind() == reflect.Struct {
+			setDefaults(v.Field(i))
+			continue
+		}
 		def, ok := t.Field(i).Tag.Lookup("default")
 		if !ok {
 			continue
@@ -24,7 +35,6 @@ func Defaults() Config {
 			panic(fmt.Sprintf("config: default of %s: %v", t.Field(i).Name, err))
 		}
 	}
-	return c
 }
 
 func setDefault(f reflect.Value, def string) error {
