@@ -25,6 +25,7 @@ import (
 	"github.com/batchhook/batchhook/receiver"
 	"github.com/batchhook/batchhook/sink"
 	"github.com/batchhook/batchhook/sink/dispatch"
+	"github.com/batchhook/batchhook/sink/filesink"
 	"github.com/batchhook/batchhook/store"
 	"github.com/batchhook/batchhook/submit"
 )
@@ -73,6 +74,13 @@ type Daemon struct {
 	// sinks are closed after the dispatcher stops (those with a Close:
 	// the kafka producer, the nats connection).
 	sinks map[string]sink.Sink
+	// payments turns on the payment delivery (payments.go); it follows
+	// whether the payments signing secret is set. paymentFiles is the file
+	// payment sink when file is one.
+	payments       bool
+	paymentFiles   *filesink.Sink
+	paymentsCancel context.CancelFunc
+	paymentsErr    chan error
 	// fatal carries the store's failure: the daemon can no longer serve
 	// and its process must exit for the supervisor to restart it.
 	fatal chan error
@@ -147,6 +155,10 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		return err
 	}
 	disp, err := d.dispatcher()
+	if err != nil {
+		return err
+	}
+	pdisp, err := d.paymentDispatcher()
 	if err != nil {
 		return err
 	}
@@ -225,6 +237,11 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	dctx, dcancel := context.WithCancel(context.Background())
 	d.dispatchCancel, d.dispatchErr = dcancel, make(chan error, 1)
 	go func() { d.dispatchErr <- disp.Run(dctx) }()
+	if pdisp != nil {
+		pctx, pcancel := context.WithCancel(context.Background())
+		d.paymentsCancel, d.paymentsErr = pcancel, make(chan error, 1)
+		go func() { d.paymentsErr <- pdisp.Run(pctx) }()
+	}
 
 	d.log.Info().Str("component", "daemon").Str("event", "started").Str("listen_addr", d.addr.String()).
 		Str("admin_addr", d.adminAddr.String()).Bool("admin_token", len(cfg.AdminToken) > 0).
@@ -311,6 +328,10 @@ func (d *Daemon) Stop(ctx context.Context) error {
 		if d.dispatchCancel != nil {
 			d.dispatchCancel()
 			errs = append(errs, <-d.dispatchErr)
+		}
+		if d.paymentsCancel != nil {
+			d.paymentsCancel()
+			errs = append(errs, <-d.paymentsErr)
 		}
 		for _, s := range d.sinks {
 			switch c := s.(type) {

@@ -91,7 +91,7 @@ func buildKafkaSink(cfg config.Config, stableID func(string) (string, error)) (*
 	}
 	pass := cfg.KafkaSASLPassword
 	s, err := kafkasink.New(kafkasink.Options{
-		Brokers: cfg.KafkaBrokerList(), Topic: cfg.KafkaTopic, TransactionalID: txnID,
+		Brokers: cfg.KafkaBrokerList(), Topic: cfg.KafkaTopic, PaymentsTopic: cfg.KafkaPaymentsTopic, TransactionalID: txnID,
 		TLS: cfg.KafkaTLS, CAFile: cfg.KafkaTLSCaFile,
 		SASLMechanism: cfg.KafkaSASLMechanism, SASLUser: cfg.KafkaSASLUser, SASLPassword: func() []byte { return pass },
 		Timeout: cfg.KafkaTimeout, MaxItemBytes: int(cfg.MaxPageBytes),
@@ -111,7 +111,7 @@ func buildKafkaSink(cfg config.Config, stableID func(string) (string, error)) (*
 // stops the start; an unreachable one is a warning, and deliveries retry.
 func buildNATSSink(cfg config.Config, log zerolog.Logger) (*natssink.Sink, error) {
 	s, err := natssink.New(natssink.Options{
-		URL: cfg.NatsURL, Subject: cfg.NatsSubject, CredsFile: cfg.NatsCredsFile, Token: string(cfg.NatsToken),
+		URL: cfg.NatsURL, Subject: cfg.NatsSubject, PaymentsSubject: cfg.NatsPaymentsSubject, CredsFile: cfg.NatsCredsFile, Token: string(cfg.NatsToken),
 		TLSCAFile: cfg.NatsTLSCaFile, CreateStream: cfg.NatsCreateStream, PublishTimeout: cfg.NatsPublishTimeout,
 	})
 	if err != nil {

@@ -1,0 +1,85 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/batchhook/batchhook/config"
+	"github.com/batchhook/batchhook/sink"
+	"github.com/batchhook/batchhook/sink/dispatch"
+	"github.com/batchhook/batchhook/sink/filesink"
+	"github.com/batchhook/batchhook/sink/natssink"
+)
+
+// The payments product's delivery (issue 13): the payment sinks are
+// BATCHHOOK_SINKS minus exec (an exec sink is handed an export directory,
+// which a payment event is not), file included when listed. The kafka and
+// nats sinks are the same objects as for batches (one producer, one
+// connection); file is the day-file sink below EXPORT_DIR/payments.
+
+// paymentDispatcher tells the store the payment sinks and builds their
+// dispatcher; nil when payments are off or no sink takes them. Call it
+// after dispatcher (it reuses its sinks) and before the receiver serves.
+func (d *Daemon) paymentDispatcher() (*dispatch.Payments, error) {
+	if !d.payments {
+		return nil, nil
+	}
+	cfg := d.cfg
+	names := cfg.PaymentSinkNames()
+	d.store.SetPaymentSinks(names)
+	log := d.log.With().Str("component", "payments").Logger()
+	if len(names) == 0 {
+		log.Warn().Str("event", "payment_sinks_none").Strs("sinks", cfg.SinkNames()).
+			Msg("payment events are logged but delivered nowhere: exec does not take them; add file, http, kafka or nats to BATCHHOOK_SINKS")
+		return nil, nil
+	}
+	sinks := make(map[string]sink.PaymentSink, len(names))
+	for _, name := range names {
+		if name == "file" {
+			fs, err := filesink.New(cfg.ExportDir)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", config.Var("EXPORT_DIR"), err)
+			}
+			d.paymentFiles = fs
+			sinks[name] = fs
+			continue
+		}
+		ps, ok := d.sinks[name].(sink.PaymentSink)
+		if !ok {
+			return nil, fmt.Errorf("%s: the %s sink cannot take payment events", config.Var("SINKS"), name)
+		}
+		if ns, ok := ps.(*natssink.Sink); ok {
+			if err := d.checkNATSPayments(ns); err != nil {
+				return nil, err
+			}
+		}
+		sinks[name] = ps
+	}
+	return dispatch.NewPayments(dispatch.PaymentOptions{
+		Outbox: d.store, Sinks: sinks, BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax,
+		Observer: d.metrics.PaymentDeliveries(d.store, names), Logger: log,
+	})
+}
+
+// checkNATSPayments is the start check of the payments subject
+// (DECISIONS 30): a reachable server without a stream for it stops the
+// start (exit 2); an unreachable one is a warning, and deliveries retry.
+func (d *Daemon) checkNATSPayments(ns *natssink.Sink) error {
+	ctx, cancel := context.WithTimeout(context.Background(), natsCheckTimeout)
+	defer cancel()
+	switch err := ns.CheckPayments(ctx); {
+	case errors.Is(err, natssink.ErrNoStream):
+		return fmt.Errorf("%w: %s: %w", ErrSinkConfig, config.Var("NATS_PAYMENTS_SUBJECT"), err)
+	case err != nil:
+		d.log.Warn().Str("component", "sink").Str("sink", "nats").Str("event", "nats_unreachable").
+			Str("error", err.Error()).Msg("the NATS server did not answer at start; payment deliveries retry until it does")
+	}
+	return nil
+}
+
+// PaymentFiles is the file payment sink (nil when payments are off or
+// file is not a sink): the purge removes its day files and the erasure
+// drops lines through it, since it is the only writer of
+// EXPORT_DIR/payments.
+func (d *Daemon) PaymentFiles() *filesink.Sink { return d.paymentFiles }
