@@ -46,6 +46,8 @@ type Daemon struct {
 	adminToken atomic.Pointer[config.Secret]
 	// httpSinkKey is the http sink's decoded HMAC key (whsec_ secret).
 	httpSinkKey atomic.Pointer[config.Secret]
+	// paySecret is the payments webhook's signing secret (issue 13).
+	paySecret atomic.Pointer[config.Secret]
 	reloadMu    sync.Mutex
 	// makeSinks builds the delivery sinks (buildSinks; tests put their
 	// own sink in).
@@ -90,6 +92,7 @@ func New(cfg config.Config, log zerolog.Logger) *Daemon {
 	d.secret.Store(&cfg.SigningSecret)
 	d.apiKey.Store(&cfg.APIKey)
 	d.adminToken.Store(&cfg.AdminToken)
+	d.paySecret.Store(&cfg.PaymentsSigningSecret)
 	key, _ := config.DecodeSinkSecret(cfg.HTTPSinkSecret) // checked by Validate when http is configured
 	d.httpSinkKey.Store(&key)
 	return d
@@ -183,6 +186,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		Secret: func() []byte { return *d.secret.Load() }, Store: d.store,
 		Logger: d.log.With().Str("component", "receiver").Logger(), Observer: d.metrics,
 		MaxConnections: cfg.MaxConnections, LogDropped: d.metrics.LogLineDropped,
+		Payments: d.paymentsWebhook(),
 	})
 	if err != nil {
 		return err
@@ -232,7 +236,9 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		Str("api_base_url", cfg.APIBaseURL).Int("fetch_workers", cfg.FetchWorkers).
 		Strs("sinks", cfg.SinkNames()).Int("sink_workers", cfg.SinkWorkers).
 		Str("signing_secret_fingerprint", cfg.SigningSecret.Fingerprint()).
-		Str("api_key_fingerprint", cfg.APIKey.Fingerprint()).Msg("batchhook is serving")
+		Str("api_key_fingerprint", cfg.APIKey.Fingerprint()).
+		Bool("payments", cfg.PaymentsEnabled()).Str("payments_webhook_path", paymentsPath(cfg)).
+		Str("payments_signing_secret_fingerprint", paymentsFingerprint(cfg)).Msg("batchhook is serving")
 	return nil
 }
 
