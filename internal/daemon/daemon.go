@@ -48,7 +48,7 @@ type Daemon struct {
 	httpSinkKey atomic.Pointer[config.Secret]
 	// paySecret is the payments webhook's signing secret (issue 13).
 	paySecret atomic.Pointer[config.Secret]
-	reloadMu    sync.Mutex
+	reloadMu  sync.Mutex
 	// makeSinks builds the delivery sinks (buildSinks; tests put their
 	// own sink in).
 	makeSinks func(config.Config, func() []byte) (map[string]sink.Sink, error)
