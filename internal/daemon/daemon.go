@@ -195,7 +195,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		Store: d.store, Token: func() []byte { return *d.adminToken.Load() }, Metrics: d.metrics.Handler(),
 		Submissions: svc, Erasures: eraser, MaxSubmissionBytes: cfg.MaxSubmissionBytes, Retention: cfg.Retention,
 		Ready: d.ready, Logger: d.log.With().Str("component", "admin").Logger(),
-		LogDropped: d.metrics.LogLineDropped,
+		LogDropped: d.metrics.LogLineDropped, Payments: d.store, PaymentsEnabled: cfg.PaymentsEnabled(),
 	})
 	if err != nil {
 		return err
