@@ -15,6 +15,7 @@ func (d *Daemon) purger() (*purge.Purger, error) {
 		Store: d.store, Files: exportFiles{d.sink}, Observer: d.metrics,
 		Logger:          d.log.With().Str("component", "purger").Logger(),
 		ExportRetention: d.cfg.ExportRetention, RecordRetention: d.cfg.RecordRetention, Interval: d.cfg.PurgeInterval,
+		PaymentDays: d.sink,
 	})
 }
 
