@@ -96,3 +96,40 @@ func TestEventHeaderIsCapped(t *testing.T) {
 		t.Fatalf("invalid UTF-8 kept: %q", got)
 	}
 }
+
+// FuzzDedupKey: for any body the payments webhook accepts, the key is
+// bounded, deterministic, and is the fallback exactly when a listed field is
+// missing or null.
+func FuzzDedupKey(f *testing.F) {
+	for _, seed := range []string{
+		`{"transaction":{"id":"a","status":"paid","updated_at":"t"}}`,
+		`{"transaction":{"id":"a","status":null,"updated_at":"t"}}`,
+		`{"transaction":{"id":{"x":[1,2,{"y":null}]},"status":"paid","updated_at":1e3}}`,
+		`{"transaction":"a"}`,
+		`{"transaction":{"id":"` + strings.Repeat("z", 600) + `","status":"s","updated_at":"u"}}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		fields, err := decodeObject(body)
+		if err != nil {
+			return
+		}
+		key := DedupKey(fields, defaultDedup, "SUM")
+		if key != DedupKey(fields, defaultDedup, "SUM") {
+			t.Fatal("not deterministic")
+		}
+		if len(key) > maxFieldsKey {
+			t.Fatalf("key of %d bytes", len(key))
+		}
+		present := true
+		for _, p := range defaultDedup {
+			if _, ok := lookup(fields, p); !ok {
+				present = false
+			}
+		}
+		if (key == "sha256:SUM") == present {
+			t.Fatalf("key %q with every field present = %v", key, present)
+		}
+	})
+}
