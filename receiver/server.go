@@ -1,7 +1,8 @@
-// Package receiver is batchhook's public HTTP edge: the one webhook endpoint
-// the provider POSTs batch.completed notifications to. It proves each
-// delivery genuine before it looks at the body, records it durably through
-// the store, and replies in milliseconds. It never calls the provider:
+// Package receiver is batchhook's public HTTP edge: the webhook endpoint
+// the provider POSTs batch.completed notifications to and, when enabled,
+// the payments product's webhook (payments.go), which shares its prologue.
+// It proves each delivery genuine before it looks at the body, records it
+// durably through the store, and replies in milliseconds. It never calls the provider:
 // fetching is the fetcher's job, woken by the store's commit.
 //
 // It is the only package besides the admin API that imports echo; nothing
