@@ -74,6 +74,11 @@ type Options struct {
 	// BackupStall bounds how long one write of GET /admin/backup waits
 	// for the client; 0 = 30s.
 	BackupStall time.Duration
+	// Payments is the payment event log (issue 13); nil answers 404 on
+	// its routes. PaymentsEnabled says whether the payments webhook is
+	// served (the list reply shows it).
+	Payments        PaymentLog
+	PaymentsEnabled bool
 }
 
 // strangerBurst is how many lines a second strangers can cause here.
@@ -125,6 +130,8 @@ func New(o Options) (*Server, error) {
 	g.POST("/admin/erasures", s.createErasure)
 	g.GET("/admin/erasures", s.listErasures)
 	g.GET("/admin/backup", s.backup)
+	g.GET("/admin/payments/events", s.listPayments)
+	g.GET("/admin/payments/events/:seq", s.showPayment)
 	s.echo = e
 	s.srv = httpserver.New("admin listener", &http.Server{Handler: e, ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10,

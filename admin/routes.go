@@ -153,6 +153,17 @@ type QuarantineView struct {
 	// ErasedBy: the body held a CPF that was erased; only its id (the
 	// body's SHA-256) is left.
 	ErasedBy string `json:"erased_by,omitempty"`
+	// Product is the webhook that received it: batch or payments.
+	Product string `json:"product"`
+}
+
+// productOf names an entry's product; entries of the batch webhook (and
+// those older than payments) have none stored.
+func productOf(q store.Quarantined) string {
+	if q.Product == "" {
+		return "batch"
+	}
+	return q.Product
 }
 
 func (s *Server) listQuarantine(c echo.Context) error {
@@ -166,7 +177,7 @@ func (s *Server) listQuarantine(c echo.Context) error {
 	}
 	out := listReply[QuarantineView]{Items: make([]QuarantineView, 0, len(entries)), NextCursor: next}
 	for _, q := range entries {
-		out.Items = append(out.Items, QuarantineView{ID: q.ID, Reason: q.Reason, Attempt: q.Attempt, ReceivedAt: q.ReceivedAt})
+		out.Items = append(out.Items, QuarantineView{ID: q.ID, Reason: q.Reason, Attempt: q.Attempt, ReceivedAt: q.ReceivedAt, Product: productOf(q)})
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -176,5 +187,11 @@ func (s *Server) showQuarantine(c echo.Context) error {
 	if err != nil {
 		return storeError(c, err)
 	}
-	return c.JSON(http.StatusOK, QuarantineView{ID: q.ID, Reason: q.Reason, Attempt: q.Attempt, ReceivedAt: q.ReceivedAt, Body: string(q.Raw), ErasedBy: q.ErasedBy})
+	v := QuarantineView{ID: q.ID, Reason: q.Reason, Attempt: q.Attempt, ReceivedAt: q.ReceivedAt, Body: string(q.Raw), ErasedBy: q.ErasedBy, Product: productOf(*q)}
+	if q.Product == store.ProductPayments {
+		// A payments body may hold names, CPFs and e-mails, which no
+		// route but the backup serves; its id is its SHA-256.
+		v.Body = ""
+	}
+	return c.JSON(http.StatusOK, v)
 }

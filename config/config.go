@@ -39,6 +39,13 @@ type Config struct {
 	APIKey            Secret `split_words:"true" ignored:"true"`
 	APIKeyFile        string `split_words:"true"`
 
+	// The payments product (issue 13, payments.go): its webhook is served
+	// when PaymentsSigningSecret is set (PaymentsEnabled).
+	PaymentsWebhookPath       string `split_words:"true" default:"/webhooks/payments"`
+	PaymentsSigningSecret     Secret `split_words:"true" ignored:"true"`
+	PaymentsSigningSecretFile string `split_words:"true"`
+	PaymentsDedupFields       string `split_words:"true" default:"transaction.id,transaction.status,transaction.updated_at"`
+
 	// AdminAddr is the admin listener (health, metrics, admin API, CLI).
 	AdminAddr string `split_words:"true" default:"127.0.0.1:9090"`
 	// AdminToken, when set, is required as a Bearer token on every admin
@@ -169,6 +176,9 @@ func Load() (*Config, error) {
 	if c.AdminToken, err = loadSecret("ADMIN_TOKEN", c.AdminTokenFile, &c.Warnings); err != nil {
 		return nil, err
 	}
+	if err := c.loadPayments(); err != nil {
+		return nil, err
+	}
 	if c.HTTPSinkSecret, err = loadSecret("HTTP_SINK_SECRET", c.HTTPSinkSecretFile, &c.Warnings); err != nil {
 		return nil, err
 	}
@@ -261,6 +271,9 @@ func (c *Config) Validate() error {
 		if !ch.ok {
 			return fmt.Errorf("%s: %s", Var(ch.name), ch.want)
 		}
+	}
+	if err := c.validatePayments(); err != nil {
+		return err
 	}
 	if err := c.validateSinks(); err != nil {
 		return err
@@ -359,7 +372,7 @@ func Variables() []string {
 	var buf strings.Builder
 	_ = envconfig.Usagef(Prefix, &Config{}, &buf, "{{range .}}{{usage_key .}}\n{{end}}")
 	names := strings.Fields(buf.String())
-	for _, s := range []string{"SIGNING_SECRET", "API_KEY", "ADMIN_TOKEN", "HTTP_SINK_SECRET", "KAFKA_SASL_PASSWORD", "NATS_TOKEN"} {
+	for _, s := range []string{"SIGNING_SECRET", "API_KEY", "ADMIN_TOKEN", "HTTP_SINK_SECRET", "KAFKA_SASL_PASSWORD", "NATS_TOKEN", "PAYMENTS_SIGNING_SECRET"} {
 		names = append(names, Var(s))
 	}
 	return names

@@ -43,6 +43,7 @@ var shortNames = []string{
 	"NATS_URL", "NATS_SUBJECT", "NATS_CREDS_FILE", "NATS_TOKEN", "NATS_TOKEN_FILE", "NATS_TLS_CA_FILE",
 	"NATS_CREATE_STREAM", "NATS_PUBLISH_TIMEOUT",
 	"KAFKA_PAYMENTS_TOPIC", "NATS_PAYMENTS_SUBJECT",
+	"PAYMENTS_WEBHOOK_PATH", "PAYMENTS_SIGNING_SECRET", "PAYMENTS_SIGNING_SECRET_FILE", "PAYMENTS_DEDUP_FIELDS",
 }
 
 // cleanEnv unsets every BATCHHOOK_ variable and every unprefixed name we
@@ -147,6 +148,9 @@ func TestLoadReadsEveryVariableUnderItsPrefixedName(t *testing.T) {
 		{"ADMIN_TOKEN", "tok en", "AdminToken", config.Secret("tok en")},
 		{"MAX_CONNECTIONS", "20000", "MaxConnections", 20000},
 		{"MEMORY_LIMIT", "1GiB", "MemoryLimit", "1GiB"},
+		{"PAYMENTS_WEBHOOK_PATH", "/hooks/pay", "PaymentsWebhookPath", "/hooks/pay"},
+		{"PAYMENTS_SIGNING_SECRET", "pay secret ", "PaymentsSigningSecret", config.Secret("pay secret ")},
+		{"PAYMENTS_DEDUP_FIELDS", "id,data.status", "PaymentsDedupFields", "id,data.status"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.short+"="+tt.value, func(t *testing.T) {
@@ -218,6 +222,8 @@ func TestLoadIgnoresUnprefixedVariables(t *testing.T) {
 		"NATS_TOKEN": "unprefixed", "NATS_TOKEN_FILE": "/nonexistent/token", "NATS_TLS_CA_FILE": "/nonexistent/ca",
 		"NATS_CREATE_STREAM": "true", "NATS_PUBLISH_TIMEOUT": "0s",
 		"KAFKA_PAYMENTS_TOPIC": "un prefixed", "NATS_PAYMENTS_SUBJECT": "un.prefixed.>",
+		"PAYMENTS_WEBHOOK_PATH": "no-slash", "PAYMENTS_SIGNING_SECRET": "unprefixed",
+		"PAYMENTS_SIGNING_SECRET_FILE": "/nonexistent/pay", "PAYMENTS_DEDUP_FIELDS": "a..b",
 	}
 	if len(bogus) != len(shortNames) {
 		t.Fatalf("bogus covers %d names, want %d", len(bogus), len(shortNames))
@@ -290,7 +296,9 @@ func TestLoadDefaults(t *testing.T) {
 		ExecSinkTimeout: 5 * time.Minute,
 		KafkaTopic:      "batchhook.results", KafkaTimeout: time.Minute,
 		NatsSubject: "batchhook.results", NatsPublishTimeout: 10 * time.Second,
-		PaymentSinks: config.PaymentSinks{KafkaPaymentsTopic: "batchhook.payments", NatsPaymentsSubject: "batchhook.payments"},
+		PaymentSinks:        config.PaymentSinks{KafkaPaymentsTopic: "batchhook.payments", NatsPaymentsSubject: "batchhook.payments"},
+		PaymentsWebhookPath: "/webhooks/payments",
+		PaymentsDedupFields: "transaction.id,transaction.status,transaction.updated_at",
 	}
 	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", *c, want)

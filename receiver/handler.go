@@ -61,22 +61,52 @@ func (s *Server) handle(c echo.Context) error {
 	return err
 }
 
-// serve is the webhook, in the order the document requires: read the
-// capped body, verify the signature, and only then look inside the body.
-// It returns the outcome for the metrics.
-func (s *Server) serve(c echo.Context) (string, error) {
+// endpoint is what differs between the two products' webhooks in the
+// prologue they share: the secret and the event of a rejected signature.
+type endpoint struct {
+	// product tags the log lines of the payments webhook; empty for
+	// batches, whose lines predate it.
+	product  string
+	secret   func() []byte
+	rejected string
+}
+
+// inbound is a request that passed the prologue: a genuine body. buf is
+// pooled: the handler puts it back when the request ends.
+type inbound struct {
+	body    []byte
+	buf     *[]byte
+	log     zerolog.Logger
+	attempt int
+}
+
+// prologue is the part of a webhook the document fixes for both products,
+// in its order: the method, the capped body, the signature (with the
+// endpoint's own secret), then Content-Encoding. Nothing in the body is
+// looked at before the signature holds. When it returns a nil inbound the
+// reply is written (or the sender is gone) and outcome and err are the
+// handler's result.
+func (s *Server) prologue(c echo.Context, ep endpoint) (in *inbound, outcome string, err error) {
 	req := c.Request()
 	if req.Method != http.MethodPost {
 		c.Response().Header().Set("Allow", http.MethodPost)
-		return outcomeMethod, fail(c, http.StatusMethodNotAllowed, "method_not_allowed")
+		return nil, outcomeMethod, fail(c, http.StatusMethodNotAllowed, "method_not_allowed")
 	}
 	reqID := newRequestID()
 	c.Response().Header().Set("X-Request-Id", reqID)
-	log := s.opts.Logger.With().Str("request_id", reqID).Str("remote_addr", req.RemoteAddr).Int("attempt", attempt(req)).Logger()
+	lc := s.opts.Logger.With().Str("request_id", reqID).Str("remote_addr", req.RemoteAddr).Int("attempt", attempt(req))
+	if ep.product != "" {
+		lc = lc.Str("product", ep.product)
+	}
+	log := lc.Logger()
 	// A line anyone can cause, sampled (nil, a no-op, when dropped).
 	stranger := func(event string) *zerolog.Event {
-		return s.strangers[event].Warn().Str("request_id", reqID).Str("remote_addr", req.RemoteAddr).
+		e := s.strangers[event].Warn().Str("request_id", reqID).Str("remote_addr", req.RemoteAddr).
 			Int("attempt", attempt(req)).Str("event", event)
+		if ep.product != "" {
+			e = e.Str("product", ep.product)
+		}
+		return e
 	}
 
 	buf, err := s.readBody(req)
@@ -85,41 +115,54 @@ func (s *Server) serve(c echo.Context) (string, error) {
 		if errors.As(err, &tooLarge) {
 			stranger(eventTooLarge).Int64("max_body_bytes", s.opts.MaxBodyBytes).
 				Int64("content_length", req.ContentLength).Msg("webhook body over the size limit")
-			return outcomeTooLarge, fail(c, http.StatusRequestEntityTooLarge, "body_too_large")
+			return nil, outcomeTooLarge, fail(c, http.StatusRequestEntityTooLarge, "body_too_large")
 		}
 		if errors.Is(err, errBusy) {
 			c.Response().Header().Set("Retry-After", "1")
-			return outcomeError, fail(c, http.StatusServiceUnavailable, "busy")
+			return nil, outcomeError, fail(c, http.StatusServiceUnavailable, "busy")
 		}
 		stranger(eventReadFailed).Err(err).Msg("could not read webhook body")
 		if senderGone(err) {
-			return outcomeInvalid, errSenderGone
+			return nil, outcomeInvalid, errSenderGone
 		}
-		return outcomeInvalid, fail(c, http.StatusBadRequest, "unreadable_body")
+		return nil, outcomeInvalid, fail(c, http.StatusBadRequest, "unreadable_body")
 	}
 	// The pooled buffer serves the signature check and the parse, and goes
-	// back to the pool when the request ends. What the store keeps is a
-	// copy: its group commit may hold what it is given past the
-	// call, and a signed body is rare enough to copy.
-	defer s.bufs.put(buf)
+	// back to the pool when the request ends (the handler's defer). What
+	// the store keeps is a copy: its group commit may hold what it is
+	// given past the call, and a signed body is rare enough to copy.
 	body := *buf
-
-	if reason := signature.Verify(s.opts.Secret(), body, req.Header.Get(signature.Header)); reason != signature.OK {
+	if reason := signature.Verify(ep.secret(), body, req.Header.Get(signature.Header)); reason != signature.OK {
 		sum := sha256.Sum256(body)
-		stranger(eventRejected).Str("reason", string(reason)).
+		s.bufs.put(buf)
+		stranger(ep.rejected).Str("reason", string(reason)).
 			Int("body_len", len(body)).Str("body_sha256", hex.EncodeToString(sum[:])).
 			Msg("webhook signature rejected")
-		return outcomeUnauthorized, fail(c, http.StatusUnauthorized, "invalid_signature")
+		return nil, outcomeUnauthorized, fail(c, http.StatusUnauthorized, "invalid_signature")
 	}
 	// From here on the body is genuine.
 	if enc := req.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+		s.bufs.put(buf)
 		log.Warn().Str("event", "webhook_unsupported_encoding").Msg("signed webhook with a Content-Encoding")
-		return outcomeUnsupported, fail(c, http.StatusUnsupportedMediaType, "unsupported_content_encoding")
+		return nil, outcomeUnsupported, fail(c, http.StatusUnsupportedMediaType, "unsupported_content_encoding")
 	}
+	return &inbound{body: body, buf: buf, log: log, attempt: attempt(req)}, "", nil
+}
+
+// serve is the batch webhook: the shared prologue, then the
+// batch.completed notification. It returns the outcome for the metrics.
+func (s *Server) serve(c echo.Context) (string, error) {
+	in, outcome, err := s.prologue(c, endpoint{secret: s.opts.Secret, rejected: eventRejected})
+	if in == nil {
+		return outcome, err
+	}
+	defer s.bufs.put(in.buf)
+	req, body, log := c.Request(), in.body, in.log
+
 	now := s.opts.Now().UTC()
 	n, err := Parse(body)
 	if err != nil {
-		return s.quarantine(c, log, body, err)
+		return s.quarantine(c, log, body, err, "")
 	}
 	log = log.With().Str("batch_id", n.BatchID).Logger()
 	if n.Event != EventCompleted {
@@ -150,17 +193,27 @@ func (s *Server) serve(c echo.Context) (string, error) {
 	return ResultAccepted, c.JSON(http.StatusOK, reply{ResultAccepted, n.BatchID})
 }
 
-func (s *Server) quarantine(c echo.Context, log zerolog.Logger, body []byte, cause error) (string, error) {
+// quarantine keeps a signed body that failed validation, tagged with its
+// product ("" for batches), and answers 400. Both products share the one
+// quarantine list (DECISIONS 29); q is stored through quarantiner.
+func (s *Server) quarantine(c echo.Context, log zerolog.Logger, body []byte, cause error, product string) (string, error) {
 	sum := sha256.Sum256(body)
 	q := store.Quarantined{
 		ID: hex.EncodeToString(sum[:]), Reason: cause.Error(), Attempt: attempt(c.Request()),
-		ReceivedAt: s.opts.Now().UTC(), Raw: bytes.Clone(body),
+		ReceivedAt: s.opts.Now().UTC(), Raw: bytes.Clone(body), Product: product,
 	}
-	if err := s.opts.Store.Quarantine(q); err != nil {
+	save := s.opts.Store.Quarantine
+	if product == store.ProductPayments {
+		save = s.opts.Payments.Store.Quarantine
+	}
+	if err := save(q); err != nil {
 		return s.storeFailed(c, log, err)
 	}
-	log.Error().Str("event", "webhook_invalid").Str("reason", cause.Error()).Str("quarantine_id", q.ID).
-		Msg("signed webhook failed validation; kept in quarantine")
+	ev := log.Error().Str("event", "webhook_invalid")
+	if product == store.ProductPayments {
+		ev = log.Error().Str("event", "payment_invalid")
+	}
+	ev.Str("reason", cause.Error()).Str("quarantine_id", q.ID).Msg("signed webhook failed validation; kept in quarantine")
 	return outcomeInvalid, fail(c, http.StatusBadRequest, cause.Error())
 }
 

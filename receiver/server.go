@@ -1,7 +1,8 @@
-// Package receiver is batchhook's public HTTP edge: the one webhook endpoint
-// the provider POSTs batch.completed notifications to. It proves each
-// delivery genuine before it looks at the body, records it durably through
-// the store, and replies in milliseconds. It never calls the provider:
+// Package receiver is batchhook's public HTTP edge: the webhook endpoint
+// the provider POSTs batch.completed notifications to and, when enabled,
+// the payments product's webhook (payments.go), which shares its prologue.
+// It proves each delivery genuine before it looks at the body, records it
+// durably through the store, and replies in milliseconds. It never calls the provider:
 // fetching is the fetcher's job, woken by the store's commit.
 //
 // It is the only package besides the admin API that imports echo; nothing
@@ -89,6 +90,9 @@ type Options struct {
 	// in the kernel's backlog. 0 = no cap. It is a last line: a stalled
 	// sender costs little (see body.go), so set it well above any load.
 	MaxConnections int
+	// Payments serves the payments webhook on the same listener (issue
+	// 13); nil leaves its path a 404.
+	Payments *PaymentOptions
 }
 
 // Observer receives one call per webhook request. The outcomes are
@@ -127,6 +131,11 @@ func New(opts Options) (*Server, error) {
 	case opts.MaxConnections < 0:
 		return nil, errors.New("receiver: MaxConnections must not be negative")
 	}
+	if opts.Payments != nil {
+		if err := opts.Payments.check(opts.Path); err != nil {
+			return nil, err
+		}
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -144,7 +153,7 @@ func New(opts Options) (*Server, error) {
 		opts: opts, strangers: map[string]*zerolog.Logger{},
 		bufs: newBuffers(opts.MaxBodyBytes + 1), unknownSlots: make(chan struct{}, unknownLengthSlots),
 	}
-	for _, event := range []string{eventRejected, eventTooLarge, eventReadFailed} {
+	for _, event := range []string{eventRejected, eventTooLarge, eventReadFailed, eventPaymentRejected} {
 		l := sampler.Logger(opts.Logger, event)
 		s.strangers[event] = &l
 	}
@@ -152,6 +161,9 @@ func New(opts Options) (*Server, error) {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	e.Any(opts.Path, s.handle)
+	if opts.Payments != nil {
+		e.Any(opts.Payments.Path, s.handlePayment)
+	}
 	s.echo = e
 	s.srv = httpserver.New("webhook listener", &http.Server{
 		Handler:           e,

@@ -47,17 +47,10 @@ func invalid(format string, args ...any) error {
 // ignored: the body is not versioned.
 func Parse(body []byte) (store.Notification, error) {
 	var n store.Notification
-	if bytes.HasPrefix(body, []byte("\xef\xbb\xbf")) {
-		return n, invalid("body starts with a byte order mark")
-	}
-	if err := checkStrict(body); err != nil {
+	fields, err := decodeObject(body)
+	if err != nil {
 		return n, err
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
-		return n, invalid("body is not a JSON object")
-	}
-	var err error
 	if n.Event, err = stringField(fields, "event", true); err != nil {
 		return n, err
 	}
@@ -97,6 +90,24 @@ func Parse(body []byte) (store.Notification, error) {
 		n.Flags = append(n.Flags, err.Error())
 	}
 	return n, nil
+}
+
+// decodeObject decodes a signed body strictly into its top-level members:
+// no byte order mark, one JSON object (no duplicate or case-variant keys,
+// nesting at most maxDepth) and nothing after it. Both products' webhooks
+// use it, so the two cannot disagree on what a body says.
+func decodeObject(body []byte) (map[string]json.RawMessage, error) {
+	if bytes.HasPrefix(body, []byte("\xef\xbb\xbf")) {
+		return nil, invalid("body starts with a byte order mark")
+	}
+	if err := checkStrict(body); err != nil {
+		return nil, err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return nil, invalid("body is not a JSON object")
+	}
+	return fields, nil
 }
 
 func counterFlags(n store.Notification) []string {

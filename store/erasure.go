@@ -117,12 +117,14 @@ type ErasedBody struct {
 	ID   string `json:"id"`
 }
 
-// ErasedPayment is reserved for issue 13's payment events (matched on
-// transaction.document_number; the raw body becomes a tombstone keeping its
-// sha256). Nothing fills it yet: see Store.ErasePayments.
+// ErasedPayment is a payment event whose body held the CPF (issue 13; see
+// Store.ErasePayments): the body is gone, the event keeps its sha256.
 type ErasedPayment struct {
 	Seq    uint64 `json:"seq"`
 	SHA256 string `json:"sha256"`
+	// Sinks are the payment sinks that had already received the event
+	// (DECISIONS 24: listed, not reached into).
+	Sinks []string `json:"sinks,omitempty"`
 }
 
 // ErasureKey returns the HMAC key of erasures, making it (32 bytes from

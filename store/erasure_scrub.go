@@ -184,12 +184,3 @@ func tombstoneBody(b *bolt.Bucket, k []byte, erasure string) error {
 	}
 	return b.Put(k, v)
 }
-
-// ErasePayments is where issue 13's payment events join the erasure: match
-// each event's transaction.document_number (normalized) and replace its
-// raw body by a tombstone keeping its sha256, in one transaction noted in
-// erasure id (Erasure.Payments). There is no payment log yet: it touches
-// nothing.
-func (s *Store) ErasePayments(id string, match func(digits string) bool) ([]ErasedPayment, error) {
-	return nil, nil
-}

@@ -175,7 +175,14 @@ type Quarantined struct {
 	// ErasedBy names the erasure that removed Raw because it held the CPF
 	// being erased; ID (the body's SHA-256) is the tombstone.
 	ErasedBy string `json:"erased_by,omitempty"`
+	// Product is the webhook that received it: empty for batch.completed
+	// (entries older than the payments product have none), ProductPayments
+	// for the payments webhook. Both share one list (DECISIONS 29).
+	Product string `json:"product,omitempty"`
 }
+
+// ProductPayments tags what came through the payments webhook (issue 13).
+const ProductPayments = "payments"
 
 // AuditEvent is a signed delivery whose event is not batch.completed: kept
 // for audit, never fetched. Keyed by the SHA-256 of the body.

@@ -351,6 +351,7 @@ func quarantine(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		Attempt    int       `json:"delivery_attempt"`
 		ReceivedAt time.Time `json:"received_at"`
 		Body       string    `json:"body"`
+		Product    string    `json:"product"`
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 2, 2, ' ', 0)
 	if sub == "show" {
@@ -358,8 +359,12 @@ func quarantine(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		if err := json.Unmarshal(raw, &e); err != nil {
 			return exitOf(fmt.Errorf("decode reply: %w", err), stderr)
 		}
-		fmt.Fprintf(tw, "id:\t%s\nreason:\t%s\nreceived:\t%s\ndelivery attempt:\t%d\nbody:\t%s\n", e.ID, e.Reason,
-			e.ReceivedAt.UTC().Format(time.RFC3339), e.Attempt, e.Body)
+		body := e.Body
+		if e.Product == "payments" {
+			body = "(not shown: a payments body may hold personal data)"
+		}
+		fmt.Fprintf(tw, "id:\t%s\nproduct:\t%s\nreason:\t%s\nreceived:\t%s\ndelivery attempt:\t%d\nbody:\t%s\n", e.ID, e.Product,
+			e.Reason, e.ReceivedAt.UTC().Format(time.RFC3339), e.Attempt, body)
 		tw.Flush()
 		return 0
 	}
@@ -370,9 +375,9 @@ func quarantine(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err := json.Unmarshal(raw, &page); err != nil {
 		return exitOf(fmt.Errorf("decode reply: %w", err), stderr)
 	}
-	fmt.Fprintln(tw, "ID\tRECEIVED\tREASON")
+	fmt.Fprintln(tw, "ID\tPRODUCT\tRECEIVED\tREASON")
 	for _, e := range page.Items {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", e.ID, e.ReceivedAt.UTC().Format(time.RFC3339), oneLine(e.Reason, 80))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.ID, e.Product, e.ReceivedAt.UTC().Format(time.RFC3339), oneLine(e.Reason, 80))
 	}
 	tw.Flush()
 	if page.NextCursor != "" {

@@ -56,6 +56,10 @@ type erasureRow struct {
 		Kind string `json:"kind"`
 		ID   string `json:"id"`
 	} `json:"bodies"`
+	Payments []struct {
+		Seq   uint64   `json:"seq"`
+		Sinks []string `json:"sinks"`
+	} `json:"payments"`
 	Unrewritten []string `json:"unrewritten"`
 }
 
@@ -135,6 +139,13 @@ func printErasure(w io.Writer, r erasureRow) error {
 	}
 	for _, b := range r.Bodies {
 		fmt.Fprintf(tw, "body\t%s %s: replaced by a tombstone\n", b.Kind, b.ID)
+	}
+	for _, p := range r.Payments {
+		line := fmt.Sprintf("payment\tevent %d: body dropped, its sha256 kept", p.Seq)
+		if len(p.Sinks) > 0 {
+			line += "; already received by " + strings.Join(p.Sinks, ", ") + ": erase there too"
+		}
+		fmt.Fprintln(tw, line)
 	}
 	for _, id := range r.Unrewritten {
 		fmt.Fprintf(tw, "NOT DONE\t%s: its export could not be rewritten and may still hold the CPF (log: erasure_export_failed); erase again once fixed\n", id)

@@ -26,6 +26,7 @@ Usage:
   batchhook batches list|show|refetch|redeliver   inspect batches, refetch or redeliver one (admin API)
   batchhook deliveries list --state S   deliveries to the sinks by state (failed, pending, delivered)
   batchhook quarantine list|show  signed deliveries rejected by validation (admin API)
+  batchhook payments list|show    the payment event log: metadata and deliveries, never bodies (admin API)
   batchhook submit FILE|-         submit a file of CPFs through the daemon, within the provider's limits
   batchhook submissions show|unknown   a submission's batches; chunks left submit_unknown
   batchhook track ID...           poll batches submitted elsewhere until final, then export them
@@ -60,6 +61,8 @@ func run(ctx context.Context, args []string, e env) int {
 		return batches(ctx, args[1:], e.stdout, e.stderr)
 	case "quarantine":
 		return quarantine(ctx, args[1:], e.stdout, e.stderr)
+	case "payments":
+		return paymentsCmd(ctx, args[1:], e.stdout, e.stderr)
 	case "deliveries":
 		return deliveriesCmd(ctx, args[1:], e.stdout, e.stderr)
 	case "submit":

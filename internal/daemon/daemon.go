@@ -47,7 +47,9 @@ type Daemon struct {
 	adminToken atomic.Pointer[config.Secret]
 	// httpSinkKey is the http sink's decoded HMAC key (whsec_ secret).
 	httpSinkKey atomic.Pointer[config.Secret]
-	reloadMu    sync.Mutex
+	// paySecret is the payments webhook's signing secret (issue 13).
+	paySecret atomic.Pointer[config.Secret]
+	reloadMu  sync.Mutex
 	// makeSinks builds the delivery sinks (buildSinks; tests put their
 	// own sink in).
 	makeSinks func(config.Config, func() []byte) (map[string]sink.Sink, error)
@@ -91,13 +93,14 @@ type Daemon struct {
 
 // New returns a daemon for cfg; Start runs it.
 func New(cfg config.Config, log zerolog.Logger) *Daemon {
-	d := &Daemon{cfg: cfg, log: log, fatal: make(chan error, 1)}
+	d := &Daemon{cfg: cfg, log: log, fatal: make(chan error, 1), payments: cfg.PaymentsEnabled()}
 	d.makeSinks = func(c config.Config, key func() []byte) (map[string]sink.Sink, error) {
 		return buildSinks(c, key, func(name string) (string, error) { return d.store.StableID(name) }, log)
 	}
 	d.secret.Store(&cfg.SigningSecret)
 	d.apiKey.Store(&cfg.APIKey)
 	d.adminToken.Store(&cfg.AdminToken)
+	d.paySecret.Store(&cfg.PaymentsSigningSecret)
 	key, _ := config.DecodeSinkSecret(cfg.HTTPSinkSecret) // checked by Validate when http is configured
 	d.httpSinkKey.Store(&key)
 	return d
@@ -150,15 +153,17 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	}
 	d.metrics = metrics.New(d.store, time.Now)
 	d.metrics.InitSinks(cfg.DeliverySinks())
-	eraser, err := d.erasures()
-	if err != nil {
-		return err
-	}
 	disp, err := d.dispatcher()
 	if err != nil {
 		return err
 	}
 	pdisp, err := d.paymentDispatcher()
+	if err != nil {
+		return err
+	}
+	// After the payment dispatcher: a resumed erasure drops lines from the
+	// payments day files through the file sink.
+	eraser, err := d.erasures()
 	if err != nil {
 		return err
 	}
@@ -195,6 +200,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		Secret: func() []byte { return *d.secret.Load() }, Store: d.store,
 		Logger: d.log.With().Str("component", "receiver").Logger(), Observer: d.metrics,
 		MaxConnections: cfg.MaxConnections, LogDropped: d.metrics.LogLineDropped,
+		Payments: d.paymentsWebhook(),
 	})
 	if err != nil {
 		return err
@@ -203,7 +209,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		Store: d.store, Token: func() []byte { return *d.adminToken.Load() }, Metrics: d.metrics.Handler(),
 		Submissions: svc, Erasures: eraser, MaxSubmissionBytes: cfg.MaxSubmissionBytes, Retention: cfg.Retention,
 		Ready: d.ready, Logger: d.log.With().Str("component", "admin").Logger(),
-		LogDropped: d.metrics.LogLineDropped,
+		LogDropped: d.metrics.LogLineDropped, Payments: d.store, PaymentsEnabled: cfg.PaymentsEnabled(),
 	})
 	if err != nil {
 		return err
@@ -249,7 +255,9 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		Str("api_base_url", cfg.APIBaseURL).Int("fetch_workers", cfg.FetchWorkers).
 		Strs("sinks", cfg.SinkNames()).Int("sink_workers", cfg.SinkWorkers).
 		Str("signing_secret_fingerprint", cfg.SigningSecret.Fingerprint()).
-		Str("api_key_fingerprint", cfg.APIKey.Fingerprint()).Msg("batchhook is serving")
+		Str("api_key_fingerprint", cfg.APIKey.Fingerprint()).
+		Bool("payments", cfg.PaymentsEnabled()).Str("payments_webhook_path", paymentsPath(cfg)).
+		Str("payments_signing_secret_fingerprint", paymentsFingerprint(cfg)).Msg("batchhook is serving")
 	return nil
 }
 

@@ -14,8 +14,12 @@ func (d *Daemon) erasures() (*erasure.Service, error) {
 		return nil, err
 	}
 	d.sink.SetErasures(d.cfg.ItemCPFField, d.store.ErasureMatcher)
-	svc, err := erasure.New(erasure.Options{Store: d.store, Exports: d.sink, CPFField: d.cfg.ItemCPFField,
-		Logger: d.log.With().Str("component", "erasure").Logger(), Observer: d.metrics.Erasures()})
+	o := erasure.Options{Store: d.store, Exports: d.sink, CPFField: d.cfg.ItemCPFField,
+		Logger: d.log.With().Str("component", "erasure").Logger(), Observer: d.metrics.Erasures()}
+	if d.paymentFiles != nil { // never a typed nil in the interface
+		o.PaymentFiles = d.paymentFiles
+	}
+	svc, err := erasure.New(o)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/batchhook/batchhook/config"
 	"github.com/batchhook/batchhook/sink"
@@ -22,10 +24,19 @@ import (
 // dispatcher; nil when payments are off or no sink takes them. Call it
 // after dispatcher (it reuses its sinks) and before the receiver serves.
 func (d *Daemon) paymentDispatcher() (*dispatch.Payments, error) {
+	cfg := d.cfg
+	// The day files are looked after (purged, erased) whenever they may
+	// exist, also when file no longer takes payments or payments are off.
+	if d.payments || dirExists(filepath.Join(cfg.ExportDir, filesink.Dir)) {
+		fs, err := filesink.New(cfg.ExportDir)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", config.Var("EXPORT_DIR"), err)
+		}
+		d.paymentFiles = fs
+	}
 	if !d.payments {
 		return nil, nil
 	}
-	cfg := d.cfg
 	names := cfg.PaymentSinkNames()
 	d.store.SetPaymentSinks(names)
 	log := d.log.With().Str("component", "payments").Logger()
@@ -37,12 +48,7 @@ func (d *Daemon) paymentDispatcher() (*dispatch.Payments, error) {
 	sinks := make(map[string]sink.PaymentSink, len(names))
 	for _, name := range names {
 		if name == "file" {
-			fs, err := filesink.New(cfg.ExportDir)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", config.Var("EXPORT_DIR"), err)
-			}
-			d.paymentFiles = fs
-			sinks[name] = fs
+			sinks[name] = d.paymentFiles
 			continue
 		}
 		ps, ok := d.sinks[name].(sink.PaymentSink)
@@ -83,3 +89,10 @@ func (d *Daemon) checkNATSPayments(ns *natssink.Sink) error {
 // drops lines through it, since it is the only writer of
 // EXPORT_DIR/payments.
 func (d *Daemon) PaymentFiles() *filesink.Sink { return d.paymentFiles }
+
+// dirExists reports whether path is a directory (not following a link:
+// filesink refuses a link there anyway).
+func dirExists(path string) bool {
+	st, err := os.Lstat(path)
+	return err == nil && st.IsDir()
+}

@@ -11,11 +11,15 @@ import (
 // root, with the retentions of the configuration.
 func (d *Daemon) purger() (*purge.Purger, error) {
 	d.metrics.InitPurged(purge.Kinds)
-	return purge.New(purge.Options{
+	o := purge.Options{
 		Store: d.store, Files: exportFiles{d.sink}, Observer: d.metrics,
 		Logger:          d.log.With().Str("component", "purger").Logger(),
 		ExportRetention: d.cfg.ExportRetention, RecordRetention: d.cfg.RecordRetention, Interval: d.cfg.PurgeInterval,
-	})
+	}
+	if d.paymentFiles != nil { // never a typed nil in the interface
+		o.PaymentDays = d.paymentFiles
+	}
+	return purge.New(o)
 }
 
 // exportFiles adapts export.Dir to purge.Files, so the purge package needs

@@ -40,6 +40,7 @@ func (d *Daemon) Reload() error {
 		{"API_KEY", d.cfg.APIKeyFile, &d.apiKey},
 		{"ADMIN_TOKEN", d.cfg.AdminTokenFile, &d.adminToken},
 		{"HTTP_SINK_SECRET", d.httpSinkSecretFile(), &d.httpSinkKey},
+		{"PAYMENTS_SIGNING_SECRET", d.cfg.PaymentsSigningSecretFile, &d.paySecret},
 	} {
 		if s.file == "" {
 			continue

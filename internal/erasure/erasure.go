@@ -1,7 +1,8 @@
 // Package erasure erases one person's data on request (LGPD art. 18,
 // issue 12 §2): every item with their CPF in the published exports, their
-// CPF in the chunks not yet accepted, and quarantined or audit bodies that
-// carry it. It records the erasure (keyed hash only) before touching
+// CPF in the chunks not yet accepted, quarantined or audit bodies that
+// carry it, and the payment events (issue 13) whose body holds it, in the
+// store and in the payments day files. It records the erasure (keyed hash only) before touching
 // anything, so a crash is resumed at the next start, and every step is
 // idempotent: redone on data already clean, it changes nothing.
 //
@@ -13,6 +14,7 @@
 package erasure
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -36,7 +38,7 @@ type Store interface {
 	AddErasedBatch(id string, eb store.ErasedBatch) error
 	EraseChunks(id string, match func(string) bool, now time.Time) ([]store.ErasedChunk, error)
 	EraseBodies(id string, match func(string) bool) ([]store.ErasedBody, error)
-	ErasePayments(id string, match func(string) bool) ([]store.ErasedPayment, error)
+	ErasePayments(id string, match func(string) bool, now time.Time) ([]store.ErasedPayment, error)
 	FinishErasure(id string, unrewritten []string, now time.Time) (*store.Erasure, error)
 	Erasures(pendingOnly bool) ([]store.Erasure, error)
 	List(state store.State, limit int, cursor string) ([]store.Batch, string, error)
@@ -49,6 +51,15 @@ var _ Store = (*store.Store)(nil)
 // items it removed, 0 when the export is missing or already clean.
 type Exports interface {
 	Erase(batchID, field string, match func(digits string) bool) (int64, error)
+}
+
+// PaymentFiles rewrites the payments day files (issue 13: the file
+// payment sink's EXPORT_DIR/payments/YYYY-MM-DD.ndjson): DropLines removes
+// the lines of the given payment events wherever they are, durably, and is
+// idempotent (a seq with no line is not an error), because a resumed
+// erasure calls it again with every event the erasure dropped.
+type PaymentFiles interface {
+	DropLines(ctx context.Context, seqs []uint64) (int, error)
 }
 
 // Observer counts erasures and erased items for the metrics.
@@ -65,6 +76,9 @@ type Options struct {
 	Logger   zerolog.Logger
 	Now      func() time.Time // nil = time.Now
 	Observer Observer         // nil = none
+	// PaymentFiles are the payments day files; nil = none (no file
+	// payment sink).
+	PaymentFiles PaymentFiles
 }
 
 // Service runs erasures one at a time.
@@ -149,9 +163,21 @@ func (s *Service) run(e *store.Erasure, key []byte) (*store.Erasure, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Issue 13's payment events: matched on transaction.document_number.
-	if _, err := s.o.Store.ErasePayments(e.ID, match); err != nil {
+	// Issue 13's payment events: their bodies in the store, then their
+	// lines in the day files, before the erasure is done (a crash in
+	// between is resumed with the record's full list of events).
+	payments, err := s.o.Store.ErasePayments(e.ID, match, s.o.Now().UTC())
+	if err != nil {
 		return nil, err
+	}
+	if s.o.PaymentFiles != nil && len(payments) > 0 {
+		seqs := make([]uint64, 0, len(payments))
+		for _, p := range payments {
+			seqs = append(seqs, p.Seq)
+		}
+		if _, err := s.o.PaymentFiles.DropLines(context.Background(), seqs); err != nil {
+			return nil, fmt.Errorf("drop erased payment events from the day files: %w", err)
+		}
 	}
 	done, err := s.o.Store.FinishErasure(e.ID, unrewritten, s.o.Now().UTC())
 	if err != nil {
@@ -165,7 +191,7 @@ func (s *Service) run(e *store.Erasure, key []byte) (*store.Erasure, error) {
 		sinks += len(b.Sinks)
 	}
 	log.Info().Str("event", "erasure_done").Bool("touched", done.Touched()).Str("previous", done.Previous).
-		Int("batches", len(done.Batches)).Int64("items", items).Int("chunks", len(chunks)).Int("bodies", len(bodies)).
+		Int("batches", len(done.Batches)).Int64("items", items).Int("chunks", len(chunks)).Int("bodies", len(bodies)).Int("payments", len(done.Payments)).
 		Int("sink_receipts", sinks).Int("unrewritten", len(unrewritten)).Msg("erasure finished")
 	return done, nil
 }

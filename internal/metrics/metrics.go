@@ -100,7 +100,7 @@ func New(states States, now func() time.Time) *Metrics {
 		}, []string{"sink", "outcome"}),
 		purged: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "batchhook_purged_total",
-			Help: "Personal data deleted by the purger, by kind (export, record, quarantine, audit, chunk_cpfs).",
+			Help: "Personal data deleted by the purger, by kind (export, record, quarantine, audit, chunk_cpfs, payment_body, payment_day_file).",
 		}, []string{"kind"}),
 		collector: &stateCollector{states: states, now: now},
 	}

@@ -37,6 +37,9 @@ type Store interface {
 	PurgeQuarantine(before time.Time, after string, limit int) (int, string, error)
 	PurgeAudit(before time.Time, after string, limit int) (int, string, error)
 	PurgeChunkCPFs(before time.Time, after string, limit int) (int, string, error)
+	// The payment log (issue 13, payments.go).
+	PurgePaymentBodies(before time.Time, limit int, now time.Time) (dropped int, more, held bool, err error)
+	PaymentDayPending(sink string, from, to time.Time) (bool, error)
 }
 
 var _ Store = (*store.Store)(nil)
@@ -64,10 +67,14 @@ const (
 	KindQuarantine = "quarantine"
 	KindAudit      = "audit"
 	KindChunkCPFs  = "chunk_cpfs"
+	// KindPaymentBody counts payment event bodies reduced to tombstones,
+	// KindPaymentDayFile the payments day files deleted (payments.go).
+	KindPaymentBody    = "payment_body"
+	KindPaymentDayFile = "payment_day_file"
 )
 
 // Kinds lists every kind (metrics start each series at 0).
-var Kinds = []string{KindExport, KindRecord, KindQuarantine, KindAudit, KindChunkCPFs}
+var Kinds = []string{KindExport, KindRecord, KindQuarantine, KindAudit, KindChunkCPFs, KindPaymentBody, KindPaymentDayFile}
 
 // Options configure a Purger. A retention of 0 keeps that data for ever.
 type Options struct {
@@ -82,6 +89,9 @@ type Options struct {
 	// so that the receiver's commits never wait long behind a pass.
 	TxLimit int
 	Now     func() time.Time
+	// PaymentDays are the payments day files; nil when there are none
+	// to purge.
+	PaymentDays PaymentDayFiles
 }
 
 // Purger runs the passes. Run owns the loop; Pass is one pass.
@@ -153,6 +163,14 @@ func (p *Purger) Pass(ctx context.Context, now time.Time) (Result, error) {
 	}
 	if p.o.RecordRetention > 0 {
 		if err := p.purgeRecords(ctx, now, &r); err != nil {
+			return r, err
+		}
+		if err := p.purgePaymentBodies(ctx, now, &r); err != nil {
+			return r, err
+		}
+	}
+	if p.o.ExportRetention > 0 && p.o.PaymentDays != nil {
+		if err := p.purgePaymentDays(ctx, now, &r); err != nil {
 			return r, err
 		}
 	}

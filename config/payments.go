@@ -1,0 +1,82 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+// The payments product (issue 13). Its webhook shares the public listener
+// with batch.completed but has its own path and its own secret: the
+// provider signs each product with a different one (document section 5.2).
+// Without a payments secret the product is off and its path is 404, so an
+// operator who only uses batches changes nothing.
+
+// loadPayments reads the payments secret. Unset (neither variable) leaves
+// payments disabled; set but empty is an error (DECISIONS 29), as for the
+// batch secret: an empty HMAC key would accept anyone who knows it is empty.
+func (c *Config) loadPayments() error {
+	s, err := loadSecret("PAYMENTS_SIGNING_SECRET", c.PaymentsSigningSecretFile, &c.Warnings)
+	if err != nil {
+		return err
+	}
+	if _, set := os.LookupEnv(Var("PAYMENTS_SIGNING_SECRET")); set && len(s) == 0 {
+		return fmt.Errorf("%s: set but empty; unset it (and %s) to disable payments",
+			Var("PAYMENTS_SIGNING_SECRET"), Var("PAYMENTS_SIGNING_SECRET_FILE"))
+	}
+	c.PaymentsSigningSecret = s
+	return nil
+}
+
+// PaymentsEnabled reports whether the payments webhook is served: a
+// payments signing secret is configured.
+func (c *Config) PaymentsEnabled() bool { return len(c.PaymentsSigningSecret) > 0 }
+
+// PaymentsDedupPaths splits BATCHHOOK_PAYMENTS_DEDUP_FIELDS into its dotted
+// paths, each as its segments (Validate has checked them).
+func (c *Config) PaymentsDedupPaths() [][]string {
+	var out [][]string
+	for _, p := range strings.Split(c.PaymentsDedupFields, ",") {
+		out = append(out, strings.Split(strings.TrimSpace(p), "."))
+	}
+	return out
+}
+
+// validatePayments checks the payments variables. The path is checked even
+// when payments are disabled (a typo should not wait for the day they are
+// turned on); it must differ from the batch webhook's only when both are
+// served.
+func (c *Config) validatePayments() error {
+	p := c.PaymentsWebhookPath
+	if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "?#*: ") {
+		return fmt.Errorf("%s: %q must be a plain path starting with /", Var("PAYMENTS_WEBHOOK_PATH"), p)
+	}
+	if c.PaymentsEnabled() && p == c.WebhookPath {
+		return fmt.Errorf("%s: %q is also %s; the two products need their own paths",
+			Var("PAYMENTS_WEBHOOK_PATH"), p, Var("WEBHOOK_PATH"))
+	}
+	return validateDedupFields(c.PaymentsDedupFields)
+}
+
+// validateDedupFields checks a comma list of dotted paths: at least one,
+// every segment non-empty, no path twice.
+func validateDedupFields(list string) error {
+	v := Var("PAYMENTS_DEDUP_FIELDS")
+	seen := map[string]bool{}
+	for _, p := range strings.Split(list, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			return fmt.Errorf("%s: %q must be a comma list of dotted paths such as transaction.id, without empty entries", v, list)
+		}
+		for _, seg := range strings.Split(p, ".") {
+			if seg == "" || strings.TrimSpace(seg) != seg {
+				return fmt.Errorf("%s: path %q has an empty or blank-padded segment", v, p)
+			}
+		}
+		if seen[p] {
+			return fmt.Errorf("%s: path %q is listed twice", v, p)
+		}
+		seen[p] = true
+	}
+	return nil
+}

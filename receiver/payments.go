@@ -1,0 +1,172 @@
+package receiver
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/batchhook/batchhook/store"
+)
+
+// The payments webhook (issue 13). The provider's payments product signs
+// its webhooks with the same header, algorithm and encoding as
+// batch.completed, with a secret of its own (document section 2.2), and
+// does not show its events' names or bodies. So batchhook proves a
+// delivery genuine exactly as for batches (the shared prologue), requires
+// only that the body be a strict JSON object, and logs it as it is:
+// durably, numbered, before the 200. It never interprets the event.
+
+// PaymentRecorder is what the payments webhook needs from the store.
+// PaymentKnown runs in a read transaction; RecordPayment and Quarantine
+// return only after a durable commit. Any error means nothing can be
+// promised to the sender (503).
+type PaymentRecorder interface {
+	PaymentKnown(dedupKey string) (seq uint64, known bool, err error)
+	RecordPayment(e store.PaymentEvent, raw []byte) (seq uint64, created bool, err error)
+	Quarantine(q store.Quarantined) error
+}
+
+var _ PaymentRecorder = (*store.Store)(nil)
+
+// PaymentObserver receives one call per payments webhook request, with
+// the outcomes of PaymentOutcomes.
+type PaymentObserver interface {
+	PaymentHandled(outcome string, took time.Duration)
+}
+
+// PaymentOutcomes are the outcomes a PaymentObserver is told (the metrics
+// start each at 0).
+var PaymentOutcomes = []string{ResultAccepted, ResultDuplicate, outcomeUnauthorized, outcomeInvalid,
+	outcomeTooLarge, outcomeUnsupported, outcomeMethod, outcomeError}
+
+// PaymentOptions turns the payments webhook on (Options.Payments; nil
+// leaves its path unrouted: 404 like any unknown path).
+type PaymentOptions struct {
+	// Path is the payments webhook's path; it must differ from Options.Path.
+	Path string
+	// Secret returns the current payments signing secret (called per
+	// request, so a reload applies to the next one).
+	Secret func() []byte
+	// DedupFields are the dotted paths of the dedup key, split into
+	// segments (config.PaymentsDedupPaths).
+	DedupFields [][]string
+	Store       PaymentRecorder
+	// Observer is nil for none.
+	Observer PaymentObserver
+}
+
+type paymentReply struct {
+	Result string `json:"result"`
+	Seq    uint64 `json:"seq"`
+}
+
+// Events of the payments webhook's lines; eventPaymentRejected is sampled
+// with webhook_rejected's sampler.
+const eventPaymentRejected = "payment_rejected"
+
+// maxEventHeader caps the X-Service-Event value kept with an event: the
+// header is the sender's, and the log and the admin API show it.
+const maxEventHeader = 200
+
+// maxTransactionID caps the transaction.id kept as TransactionID (a sink's
+// record key); a longer one is left out and the dedup key is used.
+const maxTransactionID = 200
+
+func (o *PaymentOptions) check(batchPath string) error {
+	switch {
+	case o.Path == "" || o.Path[0] != '/':
+		return errors.New("receiver: the payments path must start with /")
+	case o.Path == batchPath:
+		return errors.New("receiver: the payments path must differ from the batch webhook's")
+	case o.Secret == nil || o.Store == nil:
+		return errors.New("receiver: the payments Secret and Store are required")
+	case len(o.DedupFields) == 0:
+		return errors.New("receiver: the payments dedup fields are required")
+	}
+	for _, p := range o.DedupFields {
+		if len(p) == 0 || strings.Join(p, "") == "" {
+			return errors.New("receiver: a payments dedup field is empty")
+		}
+	}
+	return nil
+}
+
+// handlePayment times and counts every payments request.
+func (s *Server) handlePayment(c echo.Context) error {
+	start := time.Now()
+	outcome, err := s.servePayment(c)
+	if o := s.opts.Payments.Observer; o != nil {
+		o.PaymentHandled(outcome, time.Since(start))
+	}
+	if errors.Is(err, errSenderGone) {
+		panic(http.ErrAbortHandler) // as in handle: no one to answer
+	}
+	return err
+}
+
+// servePayment is the payments webhook: the shared prologue with the
+// payments secret, a strict JSON object, then the event is logged durably
+// (or found logged already) before the reply.
+func (s *Server) servePayment(c echo.Context) (string, error) {
+	p := s.opts.Payments
+	in, outcome, err := s.prologue(c, endpoint{product: store.ProductPayments, secret: p.Secret, rejected: eventPaymentRejected})
+	if in == nil {
+		return outcome, err
+	}
+	defer s.bufs.put(in.buf)
+	body, log := in.body, in.log
+	fields, err := decodeObject(body)
+	if err != nil {
+		return s.quarantine(c, log, body, err, store.ProductPayments)
+	}
+	sum := sha256.Sum256(body)
+	bodySHA := hex.EncodeToString(sum[:])
+	event := eventHeader(c.Request().Header.Get("X-Service-Event"))
+	log = log.With().Str("body_sha256", bodySHA).Str("webhook_event", event).Logger()
+	key := DedupKey(fields, p.DedupFields, bodySHA)
+
+	seq, known, err := p.Store.PaymentKnown(key)
+	if err != nil {
+		return s.storeFailed(c, log, err)
+	}
+	if !known {
+		e := store.PaymentEvent{
+			ReceivedAt: s.opts.Now().UTC(), Event: event, Attempt: in.attempt, DedupKey: key,
+			BodySHA256: bodySHA, TransactionID: transactionID(fields),
+		}
+		var created bool
+		seq, created, err = p.Store.RecordPayment(e, bytes.Clone(body))
+		if err != nil {
+			return s.storeFailed(c, log, err)
+		}
+		known = !created
+	}
+	if known {
+		log.Info().Str("event", "payment_duplicate").Uint64("seq", seq).Msg("payment event already logged; nothing to do")
+		return ResultDuplicate, c.JSON(http.StatusOK, paymentReply{ResultDuplicate, seq})
+	}
+	log.Info().Str("event", "payment_accepted").Uint64("seq", seq).Msg("payment event logged")
+	return ResultAccepted, c.JSON(http.StatusOK, paymentReply{ResultAccepted, seq})
+}
+
+// eventHeader keeps X-Service-Event as sent, cut to maxEventHeader bytes
+// at a character boundary, with invalid UTF-8 replaced: the name is never
+// interpreted (the document does not show the payment events' names).
+func eventHeader(v string) string {
+	v = strings.ToValidUTF8(v, "\uFFFD")
+	if len(v) <= maxEventHeader {
+		return v
+	}
+	cut := maxEventHeader
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return v[:cut]
+}
