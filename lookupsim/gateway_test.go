@@ -19,7 +19,6 @@ var (
 	twoPlaces = regexp.MustCompile(`^\d+\.\d{2}$`)
 )
 
-
 // goodCPF has correct check digits.
 const goodCPF = "52998224725"
 
