@@ -168,6 +168,7 @@ func (s *Server) Simulate(ref, action string) (simulateReply, error) {
 		s.mu.Unlock()
 		return simulateReply{}, fmt.Errorf("encode payment event: %w", err)
 	}
+	t.sent = append(t.sent, body)
 	reply := simulateReply{Result: action, TransactionID: t.id, FlowType: t.flowType, Status: t.status, Event: event}
 	var h webhook
 	switch {
@@ -215,4 +216,21 @@ func (s *Server) Transaction(id string) ([]byte, bool) {
 	}
 	b, err := json.Marshal(s.wireLocked(t))
 	return b, err == nil
+}
+
+// PaymentEvents returns the exact bodies of the payment webhooks a
+// transaction's simulations triggered (sent or dropped), in order, so
+// tests and the demo can check what a receiver stored byte for byte.
+func (s *Server) PaymentEvents(txID string) [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.txs[txID]
+	if !ok {
+		return nil
+	}
+	out := make([][]byte, len(t.sent))
+	for i, b := range t.sent {
+		out[i] = append([]byte(nil), b...)
+	}
+	return out
 }

@@ -84,8 +84,12 @@ func TestDepositPayPostsSignedEvent(t *testing.T) {
 	if err := json.Unmarshal(r.body, &rep); err != nil || rep.Status != TxPaid || rep.TransactionID != tx["id"] || rep.Webhook != "queued" {
 		t.Fatalf("pay reply %s (%v)", r.body, err)
 	}
-	got := paymentEvent(t, next(t, ch), EventTransactionPaid, 1)
+	d := next(t, ch)
+	got := paymentEvent(t, d, EventTransactionPaid, 1)
 	checkShape(t, got, "cashin", "auth", TxPaid)
+	if sent := s.PaymentEvents(tx["id"].(string)); len(sent) != 1 || string(sent[0]) != string(d.body) {
+		t.Fatalf("PaymentEvents %q, want the delivered body", sent)
+	}
 	if got["id"] != tx["id"] || got["created_at"] != tx["created_at"] || got["updated_at"] != "2026-11-22T10:01:30+0000" {
 		t.Fatalf("event transaction id %v created %v updated %v", got["id"], got["created_at"], got["updated_at"])
 	}

@@ -49,6 +49,8 @@ type transaction struct {
 	pixKeyType, pixKey         *string // withdrawals only
 	pixMessage                 string
 	eventCreated, eventUpdated time.Time
+
+	sent [][]byte // the payment webhook bodies triggered, in order
 }
 
 // txJSON is the wire form of a transaction, members in the document's
