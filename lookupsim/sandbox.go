@@ -75,8 +75,9 @@ func (s *Server) pruneTxLocked(now time.Time) {
 	}
 }
 
-// simulateReply is what a simulation URL answers (to a browser or the CLI).
-type simulateReply struct {
+// SimulationResult is what a simulation URL answers (to a browser or the
+// CLI): what happened, and whether a payment webhook was queued.
+type SimulationResult struct {
 	Result        string `json:"result"`
 	TransactionID string `json:"transaction_id"`
 	FlowType      string `json:"flow_type"`
@@ -128,11 +129,11 @@ func (e *NotPendingError) Unwrap() error { return errNotPending }
 // queues the signed payment webhook. Errors: ErrNotFound (unknown ref, or
 // an action that does not fit the transaction's flow), a
 // *NotPendingError, ErrClosed.
-func (s *Server) Simulate(ref, action string) (simulateReply, error) {
+func (s *Server) Simulate(ref, action string) (SimulationResult, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return simulateReply{}, ErrClosed
+		return SimulationResult{}, ErrClosed
 	}
 	var t *transaction
 	switch action {
@@ -145,12 +146,12 @@ func (s *Server) Simulate(ref, action string) (simulateReply, error) {
 	}
 	if t == nil {
 		s.mu.Unlock()
-		return simulateReply{}, ErrNotFound
+		return SimulationResult{}, ErrNotFound
 	}
 	if t.status != TxPending {
 		st := t.status
 		s.mu.Unlock()
-		return simulateReply{}, &NotPendingError{Status: st}
+		return SimulationResult{}, &NotPendingError{Status: st}
 	}
 	now := s.opts.Now().UTC().Truncate(time.Second)
 	event := EventTransactionPaid
@@ -166,10 +167,10 @@ func (s *Server) Simulate(ref, action string) (simulateReply, error) {
 	}{event, s.wireLocked(t)})
 	if err != nil { // cannot happen: strings, bools and pointers to strings
 		s.mu.Unlock()
-		return simulateReply{}, fmt.Errorf("encode payment event: %w", err)
+		return SimulationResult{}, fmt.Errorf("encode payment event: %w", err)
 	}
 	t.sent = append(t.sent, body)
-	reply := simulateReply{Result: action, TransactionID: t.id, FlowType: t.flowType, Status: t.status, Event: event}
+	reply := SimulationResult{Result: action, TransactionID: t.id, FlowType: t.flowType, Status: t.status, Event: event}
 	var h webhook
 	switch {
 	case s.opts.PaymentsWebhookURL == "":

@@ -80,7 +80,7 @@ func TestDepositPayPostsSignedEvent(t *testing.T) {
 	if r.status != http.StatusOK {
 		t.Fatalf("pay: %d %s", r.status, r.body)
 	}
-	var rep simulateReply
+	var rep SimulationResult
 	if err := json.Unmarshal(r.body, &rep); err != nil || rep.Status != TxPaid || rep.TransactionID != tx["id"] || rep.Webhook != "queued" {
 		t.Fatalf("pay reply %s (%v)", r.body, err)
 	}
