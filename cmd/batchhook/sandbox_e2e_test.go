@@ -250,3 +250,75 @@ func TestSandboxCLIEndToEnd(t *testing.T) {
 		t.Fatalf("simulator saw %+v, %d rejected webhooks", st, rejected())
 	}
 }
+
+// TestSandboxCLIToDaemon: deposit → pay with the CLI, the simulator's
+// payment webhook (and one duplicate) received by the real daemon's
+// payments endpoint, logged once and delivered once to the day file with
+// the provider's bytes. It runs once the payments endpoint is in the
+// build (the merge of issue 13); before, the daemon does not serve it.
+func TestSandboxCLIToDaemon(t *testing.T) {
+	addr := freePort(t)
+	sim, err := lookupsim.New(lookupsim.Options{
+		APIKey: e2eKey, SigningSecret: []byte(e2eSecret), WebhookURL: "http://" + addr + e2ePath,
+		PaymentsWebhookURL: "http://" + addr + "/webhooks/payments", PaymentsSigningSecret: []byte(sbPaymentsSecret),
+		RetryBackoff: 100 * time.Millisecond, Faults: lookupsim.Faults{DuplicatePaymentDeliveries: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sim.Close(context.Background()) })
+	dir, data := t.TempDir(), t.TempDir()
+	write := func(name, v string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(v+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	d := startDaemon(t, addr, map[string]string{
+		"BATCHHOOK_SIGNING_SECRET_FILE": write("secret", e2eSecret), "BATCHHOOK_API_KEY": e2eKey,
+		"BATCHHOOK_API_BASE_URL": sim.URL(), "BATCHHOOK_DATA_DIR": data,
+		"BATCHHOOK_PAYMENTS_SIGNING_SECRET_FILE": write("payments-secret", sbPaymentsSecret),
+	})
+	if !strings.Contains(d.out.String(), `"payments_webhook_path":"/webhooks/payments"`) {
+		t.Skip("this build's daemon has no payments endpoint (issue 13's endpoint part is merged separately)")
+	}
+	env := []string{"BATCHHOOK_GATEWAY_URL=" + sim.URL(), "BATCHHOOK_SANDBOX_URL=" + sim.URL()}
+	out, errOut, code := runSandbox(t, env, "deposit", "--amount", "12.34", "--first-name", "Ana", "--last-name", "Lima",
+		"--email", "ana@example.com", "--document-number", sbCPF)
+	if code != 0 {
+		t.Fatalf("deposit: exit %d %s", code, errOut)
+	}
+	ptid := regexp.MustCompile(`(?m)^next: batchhook sandbox pay (\S+)$`).FindStringSubmatch(out)
+	txID := regexp.MustCompile(`(?m)^transaction:\s+(\S+)$`).FindStringSubmatch(out)
+	if ptid == nil || txID == nil {
+		t.Fatalf("deposit table:\n%s", out)
+	}
+	if _, errOut, code = runSandbox(t, env, "pay", ptid[1]); code != 0 {
+		t.Fatalf("pay: exit %d %s", code, errOut)
+	}
+	sent := sim.PaymentEvents(txID[1])
+	if len(sent) != 1 {
+		t.Fatalf("simulator sent %d events", len(sent))
+	}
+	// The event and its duplicate both acknowledged by the daemon.
+	waitFor(t, func() bool { st := sim.Stats(); return st.PaymentDeliveriesAcked == 2 })
+	flows := []paymentFlow{{name: "deposit paid", txID: txID[1], event: "transaction.paid", body: sent[0]}}
+	files, err := waitPaymentDayFiles(context.Background(), filepath.Join(data, "exports", demoPaymentsDir), flows, 15*time.Second)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, d.out.String())
+	}
+	if st, err := os.Stat(files[0]); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("day file %s: %v %v", files[0], st.Mode(), err)
+	}
+	logs := d.out.String()
+	if strings.Count(logs, `"event":"payment_accepted"`) != 1 || strings.Count(logs, `"event":"payment_duplicate"`) != 1 {
+		t.Fatalf("want one payment_accepted and one payment_duplicate:\n%s", logs)
+	}
+	if strings.Contains(logs, "Lima") || strings.Contains(logs, sbCPF) || strings.Contains(logs, "ana@example.com") {
+		t.Fatal("the daemon logged personal data from the payment body")
+	}
+}
