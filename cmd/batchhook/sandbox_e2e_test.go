@@ -122,6 +122,17 @@ func TestSandboxCLIEndToEnd(t *testing.T) {
 	person := []string{"--first-name", "João", "--last-name", "Silva", "--document-number", "529.982.247-25"}
 	deposit := append([]string{"deposit", "--email", "joao@example.com", "--ip-address", "203.0.113.9", "--message", "hi"}, person...)
 
+	// --help exits 0 with the usage on stdout; no subcommand is exit 2.
+	if out, _, code := runSandbox(t, env, "--help"); code != 0 || !strings.Contains(out, "batchhook sandbox deposit") {
+		t.Fatalf("sandbox --help: exit %d\n%s", code, out)
+	}
+	if _, _, code := runSandbox(t, env, "deposit", "--help"); code != 0 {
+		t.Fatalf("sandbox deposit --help: exit %d", code)
+	}
+	if _, _, code := runSandbox(t, env); code != 2 {
+		t.Fatalf("sandbox without a command: exit %d", code)
+	}
+
 	// Validation: exit 2 naming the flag, and no call reaches the gateway.
 	for _, c := range []struct {
 		args []string
