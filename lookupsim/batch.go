@@ -185,7 +185,7 @@ func (s *Server) finalize(b *batch) {
 	s.opts.Logf("lookupsim: batch %s final: status=%s requested=%d found=%d not_found=%d",
 		b.id, status, totals.requested, totals.found, totals.notFound)
 	if deliver {
-		go s.deliver(b.id, note)
+		go s.deliver(s.batchWebhook(b.id, note))
 	} else if s.opts.WebhookURL != "" {
 		s.opts.Logf("lookupsim: batch %s: notification dropped (fault)", b.id)
 	}

@@ -85,6 +85,68 @@
 // retried after RetryBackoff, doubling, capped at one minute, up to
 // MaxAttempts. Every attempt for a batch carries the same body bytes.
 //
+// # The payments gateway and its sandbox (document 2.4, 3.2, 4.4)
+//
+// The document shows the request fields, the transaction's fields and the
+// three simulation URLs, and says "not shown" for required fields, status
+// codes, authentication, transitions and the payment events' names and
+// bodies. What we assume:
+//
+//   - {gateway_url} and {sandbox_url} are both this Server's listener
+//     (Options.SandboxURL overrides the base written into qrcode links).
+//     Clients (the batchhook CLI) take them as two settings and never
+//     assume they are equal.
+//   - POST /api/pix/charge (deposit) and POST /api/pix/pay (withdrawal) take
+//     one JSON object with exactly the fields of 4.4, all required: an
+//     unknown, repeated, missing or wrongly typed field is 400
+//     `{"error":"invalid request: <field>: <rule>","field":"<field>"}`.
+//     `amount` must be a JSON number (a string is refused), positive, with
+//     at most two decimal places and no exponent; `document_number` must be
+//     a CPF with valid check digits; `merchant_transaction_id`, names, the
+//     pix key type and value must not be empty; each string is at most 256
+//     bytes. Errors name the field, never its value. The body is capped at
+//     64 KiB (413). `merchant_transaction_id` is echoed, not checked for
+//     uniqueness.
+//   - Gateway authentication: off by default; with GatewayAuthHeader and
+//     GatewayAuthValue every gateway call must carry that header with that
+//     value (compared in constant time), else 401 `{"error":"unauthorized"}`.
+//     The simulation URLs never need it (a browser opens them).
+//   - A create answers 201 `{"transaction":{…}}`, members in 2.4's order:
+//     random v4 UUIDs (one merchant_id per Server), timestamps in UTC as
+//     `YYYY-MM-DDThh:mm:ss+0000` from Options.Now, `transaction_type` pix,
+//     `source` player, `status` pending, `error` and `e2e_id` null, and one
+//     event with `success` true, `amount` the request's digits with two
+//     places (as text: never through a float), `batch_id` null and
+//     `qrcode_image` a data URI of a small valid PNG. A deposit (`cashin`,
+//     event `auth`) has `email`, `ip_address`, `pix_message` = the request's
+//     `message`, `pix_key_type`/`pix_key_value` null, a
+//     `processor_transaction_id` and `qrcode`
+//     `{sandbox_url}/api/transactions/<processor_transaction_id>/pay`. A
+//     withdrawal (`cashout`, event `payment`) has `email` and `ip_address`
+//     null (its request has neither), no `processor_transaction_id`, and
+//     `qrcode` `{sandbox_url}/api/transactions/<transaction_ref>/receive`,
+//     where transaction_ref is the transaction's own `id`.
+//   - The simulation URLs answer GET (a browser) and POST (tools); other
+//     methods 405. `/pay` takes a deposit's processor_transaction_id and
+//     moves it to `paid`; `/receive` and `/refund` take a withdrawal's id
+//     and move it to `paid` or `failed` (the event's `success` false).
+//     `updated_at` of the transaction and its event move to now. An unknown
+//     ref, or an action that does not fit the flow, is 404
+//     `{"error":"not_found"}`; a transaction no longer pending is 409
+//     `{"error":"transaction is paid, not pending","status":"paid"}`.
+//     Success is 200 `{"result":"pay","transaction_id":"…","flow_type":"…",
+//     "status":"paid","event":"transaction.paid","webhook":"queued"}`
+//     (webhook: queued, not_configured or dropped).
+//   - Each simulation POSTs `{"event":"transaction.paid"|"transaction.failed",
+//     "transaction":{…the updated transaction…}}` to PaymentsWebhookURL,
+//     signed with PaymentsSigningSecret by the same scheme as batches, with
+//     X-Service-Event = the event name and X-Service-Attempt 1, 2, 3…;
+//     retried exactly like batch deliveries (DeliveryTimeout, RetryBackoff,
+//     MaxAttempts). Its faults: DuplicatePaymentDeliveries,
+//     SignPaymentsWithBatchSecret, DropPaymentNotifications.
+//   - Transactions are kept in memory until Retention after their last
+//     change.
+//
 // # Faults
 //
 // Faults injects the provider misbehaviour a client must absorb: failing,

@@ -35,11 +35,24 @@ type Faults struct {
 	// become final while it is set (they are still processed), so clients
 	// prove they can poll.
 	DropNotifications bool
+
+	// DuplicatePaymentDeliveries is DuplicateDeliveries for payment
+	// webhooks: each acknowledged payment event is delivered again N times,
+	// with rising attempt numbers, so receivers prove they deduplicate.
+	DuplicatePaymentDeliveries int
+	// SignPaymentsWithBatchSecret signs payment webhooks with the batch
+	// product's SigningSecret (or, when none is set, a fixed key that is
+	// not the payments secret), so a receiver proves it keeps the two
+	// products' secrets apart. It applies to events triggered while set.
+	SignPaymentsWithBatchSecret bool
+	// DropPaymentNotifications: simulations still move transactions on,
+	// but no payment webhook is sent for them.
+	DropPaymentNotifications bool
 }
 
 // normalized checks f and fills FailStatus's default.
 func (f Faults) normalized() (Faults, error) {
-	if f.FailGETs < 0 || f.DropGETs < 0 || f.DuplicateDeliveries < 0 || f.SlowPage < 0 || f.RetryAfter < 0 {
+	if f.FailGETs < 0 || f.DropGETs < 0 || f.DuplicateDeliveries < 0 || f.DuplicatePaymentDeliveries < 0 || f.SlowPage < 0 || f.RetryAfter < 0 {
 		return f, fmt.Errorf("lookupsim: fault counts and durations must not be negative")
 	}
 	if f.FailStatus == 0 {

@@ -3,6 +3,7 @@ package lookupsim
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -36,6 +37,24 @@ type Options struct {
 	// WebhookURL is the account's registered URL; empty means no
 	// notification is sent (batches are still processed).
 	WebhookURL string
+
+	// PaymentsWebhookURL receives the payment events that the sandbox's
+	// simulation URLs trigger; empty means none are sent (transactions
+	// still move on).
+	PaymentsWebhookURL string
+	// PaymentsSigningSecret signs payment webhooks: the document gives one
+	// secret per account and product. Required with PaymentsWebhookURL.
+	PaymentsSigningSecret []byte
+	// GatewayAuthHeader and GatewayAuthValue, set together, make every
+	// gateway call (POST /api/pix/charge, /api/pix/pay) carry that header
+	// with exactly that value, else 401. The document does not show how
+	// gateway calls authenticate; both empty (the default) means no check.
+	GatewayAuthHeader string
+	GatewayAuthValue  []byte
+	// SandboxURL is the {sandbox_url} written into qrcode links. Empty
+	// means this Server's own base URL: one listener serves the API, the
+	// gateway and the sandbox, but clients must not assume that.
+	SandboxURL string
 
 	// ProcessingDelay is how long a batch stays in flight.
 	ProcessingDelay time.Duration
@@ -75,6 +94,16 @@ func (o Options) withDefaults() (Options, error) {
 	if o.WebhookURL != "" && len(o.SigningSecret) == 0 {
 		return o, errors.New("lookupsim: SigningSecret is required when WebhookURL is set")
 	}
+	if o.PaymentsWebhookURL != "" && len(o.PaymentsSigningSecret) == 0 {
+		return o, errors.New("lookupsim: PaymentsSigningSecret is required when PaymentsWebhookURL is set")
+	}
+	if (o.GatewayAuthHeader == "") != (len(o.GatewayAuthValue) == 0) {
+		return o, errors.New("lookupsim: GatewayAuthHeader and GatewayAuthValue go together")
+	}
+	if o.GatewayAuthHeader != "" && !validHeaderName(o.GatewayAuthHeader) {
+		return o, errors.New("lookupsim: GatewayAuthHeader is not a valid header name")
+	}
+	o.SandboxURL = strings.TrimRight(o.SandboxURL, "/")
 	for _, d := range []struct {
 		name string
 		v    *time.Duration
@@ -150,4 +179,22 @@ func Cycle(statuses ...string) func(seq int, cpfs []string) string {
 		}
 		return list[seq%len(list)]
 	}
+}
+
+// validHeaderName reports whether name is an HTTP field name (RFC 9110
+// token characters only).
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -28,8 +28,12 @@ type Server struct {
 
 	mu       sync.Mutex
 	batches  map[string]*batch
-	seq      int         // the next submission's sequence number
-	window   []time.Time // accepted submissions in the last 60 s (Options.Now)
+	txs      map[string]*transaction // by transaction id
+	byProc   map[string]*transaction // deposits, by processor_transaction_id
+	merchant string                  // merchant_id of this simulated account
+	qrImage  string                  // the data URI every qrcode_image carries
+	seq      int                     // the next submission's sequence number
+	window   []time.Time             // accepted submissions in the last 60 s (Options.Now)
 	inFlight int
 	faults   Faults
 	stats    Stats
@@ -55,6 +59,14 @@ type Stats struct {
 	DeliveriesAcked   int // attempts answered 2xx
 	DeliveryFailures  int // attempts that failed (non-2xx, timeout, error)
 	DeliveriesGivenUp int // batches whose MaxAttempts all failed
+
+	GatewayRequests          int // requests to the gateway's POST /api/pix/charge and /api/pix/pay, refused ones included
+	TransactionsCreated      int // deposits and withdrawals created
+	Simulations              int // requests to the sandbox's simulation URLs, refused ones included
+	PaymentDeliveries        int // payment webhook attempts, duplicates included
+	PaymentDeliveriesAcked   int // payment attempts answered 2xx
+	PaymentDeliveryFailures  int // payment attempts that failed
+	PaymentDeliveriesGivenUp int // payment events whose MaxAttempts all failed
 }
 
 // New checks opts, applies the defaults and returns a Server that accepts
@@ -77,6 +89,10 @@ func New(opts Options) (*Server, error) {
 		ctx:       ctx,
 		cancel:    cancel,
 		batches:   make(map[string]*batch),
+		txs:       make(map[string]*transaction),
+		byProc:    make(map[string]*transaction),
+		merchant:  newUUID(),
+		qrImage:   qrcodeDataURI(),
 		faults:    opts.Faults,
 		closeDone: make(chan struct{}),
 	}, nil
@@ -87,6 +103,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/v1/batches", s.handleSubmit)
 	mux.HandleFunc("GET /api/v1/batches/{batch_id}", s.handlePage)
+	s.gatewayRoutes(mux)
 	return mux
 }
 

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/batchhook/batchhook/config"
@@ -21,7 +22,7 @@ import (
 	"github.com/batchhook/batchhook/store"
 )
 
-const demoUsage = `Usage: batchhook demo [-cpfs N] [-timeout D] [--sink http]
+const demoUsage = `Usage: batchhook demo [-cpfs N] [-timeout D] [--sink http] [--payments]
 
 Runs the whole pipeline on loopback with embedded defaults: the provider
 simulator and the daemon on kernel-chosen ports, a fresh data directory
@@ -37,6 +38,14 @@ secret it generates, in parts of 100 items. The receiver verifies every
 signature with its own code, and the demo checks that the parts put back
 together are the export before it prints
 "delivered: <url> (N parts, M items, signatures verified)".
+
+With --payments the simulator also plays the payments gateway: the demo
+creates a deposit and pays it, a withdrawal and receives it, another and
+refunds it (with the client of "batchhook sandbox"); the simulator signs
+each payment webhook with a payments secret the demo generates and sends
+it to the daemon's payments endpoint, and the demo checks that the day
+files under EXPORT_DIR/payments hold each event once, with the provider's
+bytes, before it prints "payments: <files> (…)".
 `
 
 func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -46,6 +55,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	n := fs.Int("cpfs", 250, "CPFs in the sample batch (1 to 1000)")
 	timeout := fs.Duration("timeout", 60*time.Second, "give up when the batch is not exported (and delivered) within this time")
 	sinkName := fs.String("sink", "file", "file (the export only) or http (also deliver it to a verifying receiver on loopback)")
+	payments := fs.Bool("payments", false, "also run a deposit and two withdrawals through the sandbox and check their payment events were delivered")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -60,7 +70,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "batchhook demo: --sink must be file or http")
 		return 2
 	}
-	path, err := runDemo(ctx, *n, *timeout, *sinkName == "http", stdout, stderr)
+	path, err := runDemo(ctx, *n, *timeout, *sinkName == "http", *payments, stdout, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "batchhook demo: %v\n", err)
 		return 1
@@ -69,7 +79,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func runDemo(ctx context.Context, n int, timeout time.Duration, withHTTP bool, stdout, stderr io.Writer) (string, error) {
+func runDemo(ctx context.Context, n int, timeout time.Duration, withHTTP, withPayments bool, stdout, stderr io.Writer) (string, error) {
 	start := time.Now()
 	dir, err := os.MkdirTemp("", "batchhook-demo-")
 	if err != nil {
@@ -92,11 +102,22 @@ func runDemo(ctx context.Context, n int, timeout time.Duration, withHTTP bool, s
 	if err != nil {
 		return "", fmt.Errorf("bind webhook listener: %w", err)
 	}
-	sim, err := lookupsim.New(lookupsim.Options{
+	simOpts := lookupsim.Options{
 		APIKey: apiKey, SigningSecret: []byte(secret),
 		WebhookURL:      "http://" + ln.Addr().String() + cfg.WebhookPath,
 		ProcessingDelay: time.Second,
-	})
+	}
+	if withPayments {
+		paySecret := randomHex(32)
+		path, err := wireDemoPayments(&cfg, paySecret)
+		if err != nil {
+			ln.Close()
+			return "", err
+		}
+		simOpts.PaymentsWebhookURL = "http://" + ln.Addr().String() + path
+		simOpts.PaymentsSigningSecret = []byte(paySecret)
+	}
+	sim, err := lookupsim.New(simOpts)
 	if err != nil {
 		ln.Close()
 		return "", fmt.Errorf("create simulator: %w", err)
@@ -149,6 +170,18 @@ func runDemo(ctx context.Context, n int, timeout time.Duration, withHTTP bool, s
 		if err := recv.waitAndCheck(ctx, d, id, b.ExportPath, timeout-time.Since(start), stdout); err != nil {
 			return "", err
 		}
+	}
+	if withPayments {
+		flows, err := runPaymentFlows(ctx, sim, stdout)
+		if err != nil {
+			return "", err
+		}
+		files, err := waitPaymentDayFiles(ctx, filepath.Join(cfg.ExportDir, demoPaymentsDir), flows, timeout-time.Since(start))
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(stdout, "payments: %s (%d events: %s; each once, bytes as signed)\n",
+			strings.Join(files, ", "), len(flows), describeFlows(flows))
 	}
 	return b.ExportPath, nil
 }

@@ -34,6 +34,7 @@ Usage:
   batchhook erase --cpf CPF       erase one person's data (LGPD art. 18); lists the sinks that had it
   batchhook erasures list         the erasures made (keyed hash only, never the CPF)
   batchhook sign | verify         compute or check a webhook signature
+  batchhook sandbox deposit|withdraw|pay|receive|refund   rehearse the provider's sandbox payments gateway
   batchhook backup FILE           a consistent snapshot of the running daemon's database, checked
   batchhook restore FILE          (daemon stopped) swap a backup in, keeping the current database
   batchhook compact               (daemon stopped) rewrite the database without its free space
@@ -77,6 +78,8 @@ func run(ctx context.Context, args []string, e env) int {
 		return eraseCmd(ctx, args[1:], e)
 	case "erasures":
 		return erasuresCmd(ctx, args[1:], e)
+	case "sandbox":
+		return sandboxCmd(ctx, args[1:], e)
 	case "sign":
 		return signCmd(args[1:], e.stdin, e.stdout, e.stderr)
 	case "verify":

@@ -48,7 +48,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	logger.Printf("lookupsim: serving %s (webhook: %t)", sim.URL(), opts.WebhookURL != "")
+	logger.Printf("lookupsim: serving %s (webhook: %t, payments webhook: %t, gateway auth: %t)",
+		sim.URL(), opts.WebhookURL != "", opts.PaymentsWebhookURL != "", opts.GatewayAuthHeader != "")
 	<-ctx.Done()
 	logger.Printf("lookupsim: stopping")
 	closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -69,6 +70,11 @@ func parseFlags(args []string, stderr io.Writer) (lookupsim.Options, string, err
 	fs.StringVar(&o.APIKey, "api-key", "", "Bearer key clients must send (required)")
 	secretFile := fs.String("secret-file", "", "file holding the webhook signing secret (one final line ending dropped)")
 	fs.StringVar(&o.WebhookURL, "webhook-url", "", "registered webhook URL; empty sends no notifications")
+	fs.StringVar(&o.PaymentsWebhookURL, "payments-webhook-url", "", "where payment events go (batchhook: /webhooks/payments); empty sends none")
+	paymentsSecretFile := fs.String("payments-secret-file", "", "file holding the payments signing secret (required with -payments-webhook-url)")
+	fs.StringVar(&o.GatewayAuthHeader, "gateway-auth-header", "", "header every gateway call must carry (with -gateway-auth-value-file); unset: no check")
+	gatewayValueFile := fs.String("gateway-auth-value-file", "", "file holding the value of -gateway-auth-header")
+	fs.StringVar(&o.SandboxURL, "sandbox-url", "", "base URL written into qrcode links (default: this server's own URL)")
 	fs.DurationVar(&o.ProcessingDelay, "delay", lookupsim.DefaultProcessingDelay, "time a batch stays in flight")
 	outcomes := fs.String("outcomes", "completed", "final statuses, comma-separated, cycled in submission order")
 	fs.DurationVar(&o.Retention, "retention", lookupsim.DefaultRetention, "how long results stay readable after completion")
@@ -84,6 +90,9 @@ func parseFlags(args []string, stderr io.Writer) (lookupsim.Options, string, err
 	fs.DurationVar(&o.Faults.SlowPage, "slow-page", 0, "fault: delay before each GET answers")
 	fs.IntVar(&o.Faults.DuplicateDeliveries, "duplicate-deliveries", 0, "fault: deliver each acknowledged webhook N more times")
 	fs.BoolVar(&o.Faults.DropNotifications, "drop-notifications", false, "fault: never send webhooks")
+	fs.IntVar(&o.Faults.DuplicatePaymentDeliveries, "duplicate-payment-deliveries", 0, "fault: deliver each acknowledged payment event N more times")
+	fs.BoolVar(&o.Faults.SignPaymentsWithBatchSecret, "sign-payments-with-batch-secret", false, "fault: sign payment events with the batch secret")
+	fs.BoolVar(&o.Faults.DropPaymentNotifications, "drop-payment-notifications", false, "fault: never send payment events")
 	if err := fs.Parse(args); err != nil {
 		return o, "", err
 	}
@@ -100,12 +109,22 @@ func parseFlags(args []string, stderr io.Writer) (lookupsim.Options, string, err
 		statuses = append(statuses, s)
 	}
 	o.Outcome = lookupsim.Cycle(statuses...)
-	if *secretFile != "" {
-		secret, err := readSecret(*secretFile)
+	for _, f := range []struct {
+		flag, path string
+		dst        *[]byte
+	}{
+		{"-secret-file", *secretFile, &o.SigningSecret},
+		{"-payments-secret-file", *paymentsSecretFile, &o.PaymentsSigningSecret},
+		{"-gateway-auth-value-file", *gatewayValueFile, &o.GatewayAuthValue},
+	} {
+		if f.path == "" {
+			continue
+		}
+		secret, err := readSecret(f.flag, f.path)
 		if err != nil {
 			return o, "", err
 		}
-		o.SigningSecret = secret
+		*f.dst = secret
 	}
 	return o, *addr, nil
 }
@@ -120,10 +139,10 @@ func limitFlag(n int) int {
 
 // readSecret returns the file's bytes, with one final "\n" or "\r\n"
 // dropped (the rule batchhook applies to its own secret files).
-func readSecret(path string) ([]byte, error) {
+func readSecret(flagName, path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read -secret-file: %w", err)
+		return nil, fmt.Errorf("read %s: %w", flagName, err)
 	}
 	if t, ok := bytes.CutSuffix(b, []byte("\r\n")); ok {
 		b = t
@@ -131,7 +150,7 @@ func readSecret(path string) ([]byte, error) {
 		b, _ = bytes.CutSuffix(b, []byte("\n"))
 	}
 	if len(b) == 0 {
-		return nil, errors.New("-secret-file is empty")
+		return nil, fmt.Errorf("%s is empty", flagName)
 	}
 	return b, nil
 }
