@@ -109,12 +109,8 @@ func runDemo(ctx context.Context, n int, timeout time.Duration, withHTTP, withPa
 	}
 	if withPayments {
 		paySecret := randomHex(32)
-		path, err := wireDemoPayments(&cfg, paySecret)
-		if err != nil {
-			ln.Close()
-			return "", err
-		}
-		simOpts.PaymentsWebhookURL = "http://" + ln.Addr().String() + path
+		cfg.PaymentsSigningSecret = config.Secret(paySecret)
+		simOpts.PaymentsWebhookURL = "http://" + ln.Addr().String() + cfg.PaymentsWebhookPath
 		simOpts.PaymentsSigningSecret = []byte(paySecret)
 	}
 	sim, err := lookupsim.New(simOpts)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batchhook/batchhook/config"
 	"github.com/batchhook/batchhook/internal/signature"
 	"github.com/batchhook/batchhook/lookupsim"
 )
@@ -127,17 +125,8 @@ func TestDemoPaymentFlowsAndDayFileCheck(t *testing.T) {
 	}
 }
 
-// TestDemoPayments: `demo --payments` end to end with the real binary. It
-// runs once the daemon's payments endpoint is wired (wireDemoPayments).
+// TestDemoPayments: `demo --payments` end to end with the real binary.
 func TestDemoPayments(t *testing.T) {
-	cfg := config.Defaults()
-	if _, err := wireDemoPayments(&cfg, "x"); errors.Is(err, errPaymentsNotWired) {
-		out, _ := exec.Command(binary, "demo", "--payments", "-cpfs", "5").CombinedOutput()
-		if !strings.Contains(string(out), errPaymentsNotWired.Error()) {
-			t.Fatalf("unwired demo --payments said:\n%s", out)
-		}
-		t.Skip("the daemon's payments endpoint is not in this build: wire wireDemoPayments at the merge")
-	}
 	cmd := exec.Command(binary, "demo", "--payments", "-cpfs", "20")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

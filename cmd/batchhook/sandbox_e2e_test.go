@@ -295,7 +295,7 @@ func TestSandboxCLIToDaemon(t *testing.T) {
 		"BATCHHOOK_PAYMENTS_SIGNING_SECRET_FILE": write("payments-secret", sbPaymentsSecret),
 	})
 	if !strings.Contains(d.out.String(), `"payments_webhook_path":"/webhooks/payments"`) {
-		t.Skip("this build's daemon has no payments endpoint (issue 13's endpoint part is merged separately)")
+		t.Fatalf("the daemon did not enable its payments endpoint:\n%s", d.out.String())
 	}
 	env := []string{"BATCHHOOK_GATEWAY_URL=" + sim.URL(), "BATCHHOOK_SANDBOX_URL=" + sim.URL()}
 	out, errOut, code := runSandbox(t, env, "deposit", "--amount", "12.34", "--first-name", "Ana", "--last-name", "Lima",
