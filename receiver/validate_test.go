@@ -385,6 +385,7 @@ var unsafeIDs = []struct {
 	{"percent", "a%2fb"},
 	{"tilde", "~a"},
 	{"129 chars", strings.Repeat("a", 129)},
+	{"the payments day-file directory", "payments"},
 }
 
 func TestCheckBatchID(t *testing.T) {
