@@ -386,6 +386,7 @@ var unsafeIDs = []struct {
 	{"tilde", "~a"},
 	{"129 chars", strings.Repeat("a", 129)},
 	{"the payments day-file directory", "payments"},
+	{"the payment message-id prefix", "payment"},
 }
 
 func TestCheckBatchID(t *testing.T) {

@@ -5,19 +5,20 @@ import (
 	"fmt"
 )
 
-// ReservedBatchID is the one name CheckBatchID refuses that would
-// otherwise be safe.
-const ReservedBatchID = "payments"
-
 // CheckBatchID reports whether id is safe to use as a directory name:
 // 1–128 characters of [A-Za-z0-9._:-], not starting with a dot (which also
 // rules out "." and ".."). The export directory is named after it, so the
 // receiver refuses an unsafe id and the export sink checks again before it
-// touches the disk. "payments" is refused too: EXPORT_DIR/payments holds
-// the payment day files (issue 13), so no export may take that name.
+// touches the disk. Two names are refused too (issue 13): "payments",
+// since EXPORT_DIR/payments holds the payment day files, and "payment",
+// since payment events go downstream with message ids "payment:<seq>",
+// which that batch's parts would share.
 func CheckBatchID(id string) error {
-	if id == ReservedBatchID {
-		return fmt.Errorf("%q is reserved: EXPORT_DIR/%s holds the payment day files", id, id)
+	switch id {
+	case "payments":
+		return fmt.Errorf("%q is reserved: EXPORT_DIR/payments holds the payment day files", id)
+	case "payment":
+		return fmt.Errorf("%q is reserved: payment events are sent downstream with message ids payment:<seq>", id)
 	}
 	if id == "" || len(id) > 128 {
 		return fmt.Errorf("must be 1 to 128 characters, has %d", len(id))
