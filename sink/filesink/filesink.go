@@ -75,6 +75,12 @@ type Sink struct {
 	// known is what this process last synced in each day file it wrote;
 	// an entry is dropped on any error on that file.
 	known map[string]fileState
+	// erased holds the seqs whose lines DropLines removed in this process.
+	// The dispatcher may have read such an event (with its body) before
+	// the erasure committed; appending it afterwards would put the erased
+	// data back on disk, so append refuses it. After a restart the store
+	// hands the event without its body, so this need not survive one.
+	erased map[uint64]bool
 	// beforeSync, when set (tests), runs after a day's lines are written
 	// and before they are fsynced; an error stands for a crash there.
 	beforeSync func(day string) error
@@ -97,7 +103,7 @@ func New(exportRoot string) (*Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("file payment sink: %w", err)
 	}
-	s := &Sink{root: abs, known: map[string]fileState{}}
+	s := &Sink{root: abs, known: map[string]fileState{}, erased: map[uint64]bool{}}
 	dir, err := s.openDir()
 	if err != nil {
 		return nil, fmt.Errorf("file payment sink: %w", err)
@@ -154,6 +160,18 @@ func (s *Sink) append(ctx context.Context, ps []sink.Payment) (int, sink.Result)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	stop := sink.Result{Outcome: sink.Delivered}
+	for i, p := range ps {
+		if s.erased[p.Seq] {
+			ps = ps[:i]
+			stop = sink.Result{Outcome: sink.Failed, Kind: kindErased,
+				Reason: fmt.Sprintf("payment event %d was erased while its delivery was in flight; its line is not written", p.Seq)}
+			break
+		}
+	}
+	if len(ps) == 0 {
+		return 0, stop
+	}
 	dir, err := s.openDir()
 	if err != nil {
 		return 0, local(err)
@@ -175,8 +193,12 @@ func (s *Sink) append(ctx context.Context, ps []sink.Payment) (int, sink.Result)
 		}
 		done = end
 	}
-	return done, sink.Result{Outcome: sink.Delivered}
+	return done, stop
 }
+
+// kindErased is the failure kind of an event erased while in flight: the
+// dispatcher's body_dropped, as it would find it after a restart.
+const kindErased = "body_dropped"
 
 // appendDay writes the events of ps (all of day) that the file does not
 // hold yet, then fsyncs it, and the directory when the file is new or

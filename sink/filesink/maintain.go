@@ -40,6 +40,9 @@ func (s *Sink) DropLines(ctx context.Context, seqs []uint64) (int, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for q := range drop {
+		s.erased[q] = true // never appended from now on, even by a run read before the erasure
+	}
 	dir, err := s.openDir()
 	if err != nil {
 		return 0, fmt.Errorf("drop payment lines: %w", err)
