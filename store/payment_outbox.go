@@ -34,7 +34,8 @@ type PaymentCursor struct {
 	Sink string `json:"sink"`
 	// Through: every event with seq <= Through is handled for this sink.
 	Through uint64 `json:"through"`
-	// Attempts counts the attempts at the head event (Through+1) that
+	// Attempts counts the attempts at the head event (the first after
+	// Through) that
 	// reached the sink; 0 when none failed yet.
 	Attempts      int       `json:"attempts"`
 	LastError     string    `json:"last_error,omitempty"`
@@ -147,7 +148,7 @@ func (s *Store) NextPayments(sink string, now time.Time, limit int) ([]PaymentRe
 }
 
 // changeCursor applies fn to sink's cursor in one write transaction after
-// checking that seq is its head (Through+1): an outcome for an event the
+// checking that seq is its head (the first event after Through): an outcome for an event the
 // cursor already passed is refused with ErrState.
 func (s *Store) changeCursor(sink string, seq uint64, fn func(tx *bolt.Tx, c *PaymentCursor) error) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
@@ -155,11 +156,11 @@ func (s *Store) changeCursor(sink string, seq uint64, fn func(tx *bolt.Tx, c *Pa
 		if err != nil {
 			return err
 		}
-		if seq != c.Through+1 {
-			return fmt.Errorf("payment event %d is not the head of %s's outbox (through %d): %w", seq, sink, c.Through, ErrState)
-		}
 		if tx.Bucket(bucketPaymentEvents).Get(seqKey(seq)) == nil {
 			return fmt.Errorf("payment event %d: %w", seq, ErrNotFound)
+		}
+		if seq != headSeq(tx, c.Through) {
+			return fmt.Errorf("payment event %d is not the head of %s's outbox (through %d): %w", seq, sink, c.Through, ErrState)
 		}
 		if err := fn(tx, c); err != nil {
 			return err
@@ -274,7 +275,7 @@ func paymentDelivery(tx *bolt.Tx, c *PaymentCursor, seq uint64) PaymentDelivery 
 				d.State, d.Attempts, d.LastError, d.ErrorKind = DeliveryFailed, f.Attempts, f.Reason, f.Kind
 			}
 		}
-	case seq == c.Through+1:
+	case seq == headSeq(tx, c.Through):
 		d.Attempts, d.LastError, d.ErrorKind = c.Attempts, c.LastError, c.ErrorKind
 	}
 	return d
@@ -299,7 +300,7 @@ func (s *Store) PaymentBacklog(sink string) (int, time.Time, error) {
 		}
 		if last := binary.BigEndian.Uint64(k); last > c.Through {
 			n = int(last - c.Through)
-			head, err := getPaymentEvent(tx, c.Through+1)
+			head, err := getPaymentEvent(tx, headSeq(tx, c.Through))
 			if err != nil && !errors.Is(err, ErrNotFound) {
 				return err
 			}

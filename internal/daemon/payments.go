@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/batchhook/batchhook/config"
 	"github.com/batchhook/batchhook/sink"
@@ -40,6 +43,9 @@ func (d *Daemon) paymentDispatcher() (*dispatch.Payments, error) {
 	names := cfg.PaymentSinkNames()
 	d.store.SetPaymentSinks(names)
 	log := d.log.With().Str("component", "payments").Logger()
+	if err := d.raisePaymentSeq(log); err != nil {
+		return nil, err
+	}
 	if len(names) == 0 {
 		log.Warn().Str("event", "payment_sinks_none").Strs("sinks", cfg.SinkNames()).
 			Msg("payment events are logged but delivered nowhere: exec does not take them; add file, http, kafka or nats to BATCHHOOK_SINKS")
@@ -66,6 +72,29 @@ func (d *Daemon) paymentDispatcher() (*dispatch.Payments, error) {
 		Outbox: d.store, Sinks: sinks, BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax,
 		Observer: d.metrics.PaymentDeliveries(d.store, names), Logger: log,
 	})
+}
+
+// raisePaymentSeq keeps a restored (older) database from numbering new
+// events with seqs the day files already hold (store.RaisePaymentSeq):
+// the file sink would skip such an event as written. Before the receiver
+// serves.
+func (d *Daemon) raisePaymentSeq(log zerolog.Logger) error {
+	if d.paymentFiles == nil {
+		return nil
+	}
+	top, err := d.paymentFiles.LastSeq()
+	if err != nil {
+		return fmt.Errorf("%s: %w", config.Var("EXPORT_DIR"), err)
+	}
+	before, raised, err := d.store.RaisePaymentSeq(top, time.Now().UTC())
+	if err != nil {
+		return err
+	}
+	if raised {
+		log.Warn().Str("event", "payment_seq_raised").Uint64("from", before).Uint64("to", top).
+			Msg("the payment day files hold seqs the database does not know (a restored backup?): new events are numbered after them")
+	}
+	return nil
 }
 
 // checkNATSPayments is the start check of the payments subject
