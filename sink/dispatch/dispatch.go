@@ -194,23 +194,13 @@ func (d *Dispatcher) runSink(ctx context.Context, name string, l *sinkLoop) {
 			continue
 		}
 		<-slots
-		wait := d.o.IdlePoll
 		if err != nil {
 			log.Error().Str("event", "sink_lease_failed").Err(err).Msg("could not read the sink's outbox")
-			wait = d.o.BackoffBase
-		} else if !next.IsZero() {
-			wait = min(max(next.Sub(d.o.Now()), time.Millisecond), d.o.IdlePoll)
 		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
+		wait := idleWait(err != nil, next, d.o.Now(), d.o.BackoffBase, d.o.IdlePoll)
+		if !sleep(ctx, wait, d.o.Outbox.DeliveryWakeups(name), l.freed) {
 			return
-		case <-d.o.Outbox.DeliveryWakeups(name):
-		case <-l.freed:
-		case <-timer.C:
 		}
-		timer.Stop()
 	}
 }
 

@@ -148,22 +148,13 @@ func (p *Payments) loop(ctx context.Context, name string, s sink.PaymentSink) {
 		if worked && err == nil {
 			continue
 		}
-		wait := p.o.IdlePoll
 		if err != nil {
 			log.Error().Str("event", "payment_record_failed").Err(err).Msg("could not read or write the sink's payment outbox; trying again")
-			wait = p.o.BackoffBase
-		} else if !next.IsZero() {
-			wait = min(max(next.Sub(p.o.Now()), time.Millisecond), p.o.IdlePoll)
 		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
+		wait := idleWait(err != nil, next, p.o.Now(), p.o.BackoffBase, p.o.IdlePoll)
+		if !sleep(ctx, wait, p.o.Outbox.PaymentWakeups(name), nil) {
 			return
-		case <-p.o.Outbox.PaymentWakeups(name):
-		case <-timer.C:
 		}
-		timer.Stop()
 	}
 }
 
