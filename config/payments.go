@@ -1,6 +1,7 @@
 package config
 
 import (
+	"crypto/subtle"
 	"fmt"
 	"os"
 	"strings"
@@ -51,6 +52,10 @@ func (c *Config) validatePayments() error {
 	if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, "?#*: ") {
 		return fmt.Errorf("%s: %q must be a plain path starting with /", Var("PAYMENTS_WEBHOOK_PATH"), p)
 	}
+	if c.PaymentsEnabled() && SameSecret(c.PaymentsSigningSecret, c.SigningSecret) {
+		return fmt.Errorf("%s is the same as %s: the provider gives each product its own secret (document 5.2), and with one secret a batch.completed body would be accepted on the payments path and a payment on the batch path",
+			Var("PAYMENTS_SIGNING_SECRET"), Var("SIGNING_SECRET"))
+	}
 	if c.PaymentsEnabled() && p == c.WebhookPath {
 		return fmt.Errorf("%s: %q is also %s; the two products need their own paths",
 			Var("PAYMENTS_WEBHOOK_PATH"), p, Var("WEBHOOK_PATH"))
@@ -79,4 +84,11 @@ func validateDedupFields(list string) error {
 		seen[p] = true
 	}
 	return nil
+}
+
+// SameSecret reports whether two signing secrets are equal, in constant
+// time: the payments secret must differ from the batch secret (at start
+// and on every reload).
+func SameSecret(a, b Secret) bool {
+	return len(a) > 0 && subtle.ConstantTimeCompare(a, b) == 1
 }

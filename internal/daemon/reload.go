@@ -61,6 +61,21 @@ func (d *Daemon) Reload() error {
 		}
 		swaps = append(swaps, swap{s.name, s.ptr, next})
 	}
+	batch, pay := *d.secret.Load(), *d.paySecret.Load()
+	for _, s := range swaps {
+		switch s.name {
+		case "SIGNING_SECRET":
+			batch = s.next
+		case "PAYMENTS_SIGNING_SECRET":
+			pay = s.next
+		}
+	}
+	if config.SameSecret(pay, batch) {
+		err := fmt.Errorf("%s would equal %s: each product needs its own secret", config.Var("PAYMENTS_SIGNING_SECRET"), config.Var("SIGNING_SECRET"))
+		log.Error().Str("event", "secret_reload_failed").Err(err).Msg("reload failed; every old value is kept")
+		d.metrics.SecretsReloaded(false)
+		return err
+	}
 	if len(swaps) == 0 {
 		err := errors.New("no secret is configured through a _FILE variable; nothing to reload")
 		log.Warn().Str("event", "secret_reload_failed").Err(err).Msg("reload did nothing")
