@@ -299,8 +299,12 @@ func (s *Store) PaymentBacklog(sink string) (int, time.Time, error) {
 			return nil
 		}
 		if last := binary.BigEndian.Uint64(k); last > c.Through {
-			n = int(last - c.Through)
-			head, err := getPaymentEvent(tx, headSeq(tx, c.Through))
+			// From the head, not from Through: the log may have a gap
+			// below the head (RaisePaymentSeq). One above it still
+			// counts, until the sink passes it.
+			hs := headSeq(tx, c.Through)
+			n = int(last - hs + 1)
+			head, err := getPaymentEvent(tx, hs)
 			if err != nil && !errors.Is(err, ErrNotFound) {
 				return err
 			}

@@ -47,6 +47,9 @@ func TestRaisePaymentSeqLeavesAGapTheOutboxCrosses(t *testing.T) {
 	if err := s.PaymentsDelivered("http", 3, at); err != nil {
 		t.Fatal(err)
 	}
+	if n, _, err := s.PaymentBacklog("http"); err != nil || n != 1 {
+		t.Fatalf("http backlog past the gap = %d %v; want 1", n, err)
+	}
 	if err := s.RetryPayment("http", 11, at.Add(time.Minute), "http", "503", true); err != nil {
 		t.Fatalf("retry of the head after the gap: %v", err)
 	}
