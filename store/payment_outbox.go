@@ -185,6 +185,9 @@ func (s *Store) PaymentsDelivered(sink string, through uint64, now time.Time) er
 		if tx.Bucket(bucketPaymentEvents).Get(seqKey(through)) == nil {
 			return fmt.Errorf("payment event %d: %w", through, ErrNotFound)
 		}
+		if err := noteErasedDeliveries(tx, sink, c.Through, through); err != nil {
+			return err
+		}
 		c.Through, c.Attempts, c.LastError, c.ErrorKind = through, 0, "", ""
 		c.NextAttemptAt, c.UpdatedAt = time.Time{}, now
 		return putCursor(tx, c)
@@ -343,4 +346,51 @@ func (s *Store) PaymentFailures(sink string) ([]PaymentFailure, error) {
 		return cmp.Or(cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.Sink, b.Sink))
 	})
 	return out, nil
+}
+
+// noteErasedDeliveries lists sink in the erasure record of every event in
+// (after, through] that an erasure dropped while the sink was sending it:
+// the sink read the body before the erasure and has it now, so the record
+// must say so (DECISIONS 24), even when the erasure is already done.
+func noteErasedDeliveries(tx *bolt.Tx, sink string, after, through uint64) error {
+	c := tx.Bucket(bucketPaymentEvents).Cursor()
+	for k, v := c.Seek(seqKey(after + 1)); k != nil && binary.BigEndian.Uint64(k) <= through; k, v = c.Next() {
+		var e PaymentEvent
+		if err := json.Unmarshal(v, &e); err != nil {
+			return fmt.Errorf("decode payment event %d: %w", binary.BigEndian.Uint64(k), err)
+		}
+		if e.ErasedBy == "" {
+			continue
+		}
+		if err := addPaymentReceipt(tx, e.ErasedBy, e.Seq, sink); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addPaymentReceipt adds sink to the sinks that received payment event
+// seq in erasure id's record, whatever the erasure's state.
+func addPaymentReceipt(tx *bolt.Tx, id string, seq uint64, sink string) error {
+	b := tx.Bucket(bucketErasures)
+	if b == nil {
+		return nil
+	}
+	v := b.Get([]byte(id))
+	if v == nil {
+		return nil // the record is gone; nothing to amend
+	}
+	var e Erasure
+	if err := json.Unmarshal(v, &e); err != nil {
+		return fmt.Errorf("decode erasure %s: %w", id, err)
+	}
+	for i := range e.Payments {
+		p := &e.Payments[i]
+		if p.Seq != seq || slices.Contains(p.Sinks, sink) {
+			continue
+		}
+		p.Sinks = append(p.Sinks, sink)
+		return putJSON(b, id, &e)
+	}
+	return nil
 }
