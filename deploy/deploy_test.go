@@ -150,7 +150,9 @@ func TestSystemdUnit(t *testing.T) {
 }
 
 // TestSystemdAnalyze runs systemd-analyze verify on a copy of the unit whose
-// ExecStart is a freshly built binary, and systemd-analyze security.
+// ExecStart is a freshly built binary and whose EnvironmentFile= is the
+// example, and systemd-analyze security. (verify does not apply the
+// environment file: TestEnvExampleUnderSystemd does, in Go.)
 func TestSystemdAnalyze(t *testing.T) {
 	if _, err := exec.LookPath("systemd-analyze"); err != nil {
 		t.Skip("systemd-analyze not installed")
@@ -159,7 +161,12 @@ func TestSystemdAnalyze(t *testing.T) {
 	bin := staticBinary
 	unit := read(t, filepath.Join("systemd", "batchhook.service"))
 	unit = strings.ReplaceAll(unit, "/usr/local/bin/batchhook", bin)
-	unit = regexp.MustCompile(`(?m)^EnvironmentFile=.*$`).ReplaceAllString(unit, "EnvironmentFile=-"+filepath.Join(dir, "none.env"))
+	// The example, copied as the README says, is the unit's environment file.
+	envFile := filepath.Join(dir, "batchhook.env")
+	if err := os.WriteFile(envFile, []byte(read(t, "batchhook.env.example")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	unit = regexp.MustCompile(`(?m)^EnvironmentFile=.*$`).ReplaceAllString(unit, "EnvironmentFile="+envFile)
 	path := filepath.Join(dir, "batchhook.service")
 	if err := os.WriteFile(path, []byte(unit), 0o644); err != nil {
 		t.Fatal(err)
