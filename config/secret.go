@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -55,6 +56,9 @@ func loadSecret(name, file string, warns *[]Warning) (Secret, error) {
 	if file == "" {
 		if !set {
 			return nil, nil
+		}
+		if isPlaceholder(Secret(value)) {
+			return nil, fmt.Errorf("%s: %w", Var(name), errPlaceholder)
 		}
 		return Secret(value), nil
 	}
@@ -112,8 +116,23 @@ func ReadSecretFileMode(path string) (Secret, fs.FileMode, error) {
 	if len(b) == 0 {
 		return nil, 0, fmt.Errorf("secret file %s is empty", path)
 	}
+	if isPlaceholder(b) {
+		return nil, 0, fmt.Errorf("secret file %s: %w", path, errPlaceholder)
+	}
 	return Secret(b), st.Mode().Perm(), nil
 }
+
+// PlaceholderPrefix starts every secret value in the example manifests
+// (deploy/kubernetes/secret.yaml). A Secret applied as shipped would
+// otherwise start a daemon that answers every genuine delivery 401 and
+// whose API key the provider refuses, with nothing saying why.
+const PlaceholderPrefix = "replace-with-"
+
+// errPlaceholder says what to do; it never repeats the value.
+var errPlaceholder = errors.New("still the example's placeholder (it starts with \"" + PlaceholderPrefix +
+	"\"): put the real value in the Secret or file")
+
+func isPlaceholder(s Secret) bool { return bytes.HasPrefix(s, []byte(PlaceholderPrefix)) }
 
 // SecretFileWarning returns a warning when group or others can read the
 // secret file of BATCHHOOK_<name>_FILE (mode from ReadSecretFileMode),
