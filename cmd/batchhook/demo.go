@@ -22,15 +22,20 @@ import (
 	"github.com/batchhook/batchhook/store"
 )
 
-const demoUsage = `Usage: batchhook demo [-cpfs N] [-timeout D] [--sink http] [--payments]
+const demoUsage = `Usage: batchhook demo [-cpfs N] [-timeout D] [--sink http] [--payments] [--keep]
 
 Runs the whole pipeline on loopback with embedded defaults: the provider
-simulator and the daemon on kernel-chosen ports, a fresh data directory
-(kept, and printed), one sample batch submitted to the simulator, its signed
-webhook received, its result pages fetched and exported. It checks the
-export against what the simulator served. Logs go to stderr; the last line
-on stdout is "export: <absolute path>". Exit 0 on success, 1 with the
-reason otherwise.
+simulator and the daemon on kernel-chosen ports, a fresh directory
+(printed), one sample batch submitted to the simulator, its signed webhook
+received, its result pages fetched and exported. It checks the export
+against what the simulator served, then prints what to try next. Logs go
+to stderr. Exit 0 on success, 1 with the reason otherwise.
+
+The directory is removed at the end unless --keep (or the demo failed: it
+is kept for inspection). With --keep the last line on stdout is
+"export: <absolute path>", after the command that runs the daemon again on
+the kept directory (its secrets are files there) and the CLI commands to
+try on it; without, the last line is "removed: <directory> (…)".
 
 With --sink http the daemon also delivers the export (BATCHHOOK_SINKS=file,http)
 to a Standard Webhooks receiver the demo runs on loopback, with a whsec_
@@ -56,6 +61,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 60*time.Second, "give up when the batch is not exported (and delivered) within this time")
 	sinkName := fs.String("sink", "file", "file (the export only) or http (also deliver it to a verifying receiver on loopback)")
 	payments := fs.Bool("payments", false, "also run a deposit and two withdrawals through the sandbox and check their payment events were delivered")
+	keep := fs.Bool("keep", false, "keep the demo directory (database, export, secrets) and print how to run the daemon and the CLI on it")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -70,23 +76,48 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "batchhook demo: --sink must be file or http")
 		return 2
 	}
-	path, err := runDemo(ctx, *n, *timeout, *sinkName == "http", *payments, stdout, stderr)
+	dir, err := os.MkdirTemp("", "batchhook-demo-")
 	if err != nil {
-		fmt.Fprintf(stderr, "batchhook demo: %v\n", err)
+		fmt.Fprintf(stderr, "batchhook demo: create demo dir: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "export: %s\n", path)
+	fmt.Fprintf(stdout, "demo dir: %s\n", dir)
+	res, err := runDemo(ctx, dir, *n, *timeout, *sinkName == "http", *payments, stdout, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "batchhook demo: %v\n", err)
+		fmt.Fprintf(stderr, "batchhook demo: the demo directory is kept for inspection: %s\n", dir)
+		return 1
+	}
+	printNextSteps(stdout, dir, res, *keep)
+	if !*keep {
+		if err := os.RemoveAll(dir); err != nil {
+			fmt.Fprintf(stderr, "batchhook demo: remove %s: %v\n", dir, err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "removed: %s (the export was checked first; --keep keeps it)\n", dir)
+		return 0
+	}
+	fmt.Fprintf(stdout, "export: %s\n", res.exportPath)
 	return 0
 }
 
-func runDemo(ctx context.Context, n int, timeout time.Duration, withHTTP, withPayments bool, stdout, stderr io.Writer) (string, error) {
+// demoResult is what a successful demo leaves behind.
+type demoResult struct {
+	batchID    string
+	exportPath string
+}
+
+// runDemo runs the pipeline in dir (0700, from os.MkdirTemp). Its
+// secrets are also written to 0600 files there, so that the daemon can be
+// run again on a kept directory (printNextSteps).
+func runDemo(ctx context.Context, dir string, n int, timeout time.Duration, withHTTP, withPayments bool, stdout, stderr io.Writer) (demoResult, error) {
 	start := time.Now()
-	dir, err := os.MkdirTemp("", "batchhook-demo-")
-	if err != nil {
-		return "", fmt.Errorf("create demo dir: %w", err)
-	}
-	fmt.Fprintf(stdout, "demo dir: %s\n", dir)
 	secret, apiKey := randomHex(32), randomHex(16)
+	for name, v := range map[string]string{demoSecretFile: secret, demoAPIKeyFile: apiKey} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(v), 0o600); err != nil {
+			return demoResult{}, fmt.Errorf("write demo secret: %w", err)
+		}
+	}
 
 	cfg := config.Defaults()
 	cfg.ListenAddr = "127.0.0.1:0"
@@ -100,7 +131,7 @@ func runDemo(ctx context.Context, n int, timeout time.Duration, withHTTP, withPa
 	// Bind the webhook port first: the simulator needs its URL.
 	ln, err := net.Listen("tcp", cfg.ListenAddr)
 	if err != nil {
-		return "", fmt.Errorf("bind webhook listener: %w", err)
+		return demoResult{}, fmt.Errorf("bind webhook listener: %w", err)
 	}
 	simOpts := lookupsim.Options{
 		APIKey: apiKey, SigningSecret: []byte(secret),
@@ -116,11 +147,11 @@ func runDemo(ctx context.Context, n int, timeout time.Duration, withHTTP, withPa
 	sim, err := lookupsim.New(simOpts)
 	if err != nil {
 		ln.Close()
-		return "", fmt.Errorf("create simulator: %w", err)
+		return demoResult{}, fmt.Errorf("create simulator: %w", err)
 	}
 	if _, err := sim.Start("127.0.0.1:0"); err != nil {
 		ln.Close()
-		return "", fmt.Errorf("start simulator: %w", err)
+		return demoResult{}, fmt.Errorf("start simulator: %w", err)
 	}
 	defer sim.Close(context.Background())
 	cfg.APIBaseURL = sim.URL()
@@ -128,58 +159,58 @@ func runDemo(ctx context.Context, n int, timeout time.Duration, withHTTP, withPa
 	if withHTTP {
 		if recv, err = startDemoReceiver(&cfg); err != nil {
 			ln.Close()
-			return "", err
+			return demoResult{}, err
 		}
 		defer recv.close()
 	}
 	if err := cfg.Validate(); err != nil {
 		ln.Close()
-		return "", err
+		return demoResult{}, err
 	}
 
 	d := daemon.New(cfg, newLogger("info", "console", stderr))
 	if err := d.Start(ln); err != nil {
-		return "", fmt.Errorf("start daemon: %w", err)
+		return demoResult{}, fmt.Errorf("start daemon: %w", err)
 	}
 	defer d.Stop(context.Background())
 	fmt.Fprintf(stdout, "daemon: http://%s%s  simulator: %s\n", d.Addr(), cfg.WebhookPath, sim.URL())
 
 	id, err := sim.Submit(lookupsim.SampleCPFs(n, time.Now().UnixNano()))
 	if err != nil {
-		return "", fmt.Errorf("submit sample batch: %w", err)
+		return demoResult{}, fmt.Errorf("submit sample batch: %w", err)
 	}
 	fmt.Fprintf(stdout, "submitted batch %s with %d CPFs\n", id, n)
 
 	b, err := waitFinal(ctx, d, id, timeout)
 	if err != nil {
-		return "", err
+		return demoResult{}, err
 	}
 	if b.State != store.StateExported {
-		return "", fmt.Errorf("batch %s ended %s: %s", id, b.State, b.LastError)
+		return demoResult{}, fmt.Errorf("batch %s ended %s: %s", id, b.State, b.LastError)
 	}
 	if err := checkExport(b.ExportPath, sim, id); err != nil {
-		return "", err
+		return demoResult{}, err
 	}
 	fmt.Fprintf(stdout, "exported batch %s: status %s, %d items in %d pages, identical to what the provider served\n",
 		id, b.Notification.Status, b.Checkpoint.Items, b.Checkpoint.Pages)
 	if recv != nil {
 		if err := recv.waitAndCheck(ctx, d, id, b.ExportPath, timeout-time.Since(start), stdout); err != nil {
-			return "", err
+			return demoResult{}, err
 		}
 	}
 	if withPayments {
 		flows, err := runPaymentFlows(ctx, sim, stdout)
 		if err != nil {
-			return "", err
+			return demoResult{}, err
 		}
 		files, err := waitPaymentDayFiles(ctx, filepath.Join(cfg.ExportDir, demoPaymentsDir), flows, timeout-time.Since(start))
 		if err != nil {
-			return "", err
+			return demoResult{}, err
 		}
 		fmt.Fprintf(stdout, "payments: %s (%d events: %s; each once, bytes as signed)\n",
 			strings.Join(files, ", "), len(flows), describeFlows(flows))
 	}
-	return b.ExportPath, nil
+	return demoResult{batchID: id, exportPath: b.ExportPath}, nil
 }
 
 // waitFinal polls the batch record until it is final, ctx ends or timeout passes.

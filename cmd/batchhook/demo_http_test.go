@@ -12,10 +12,10 @@ import (
 	"github.com/batchhook/batchhook/export"
 )
 
-// TestDemoHTTPSink: `demo --sink http` delivers to its verifying receiver
-// and says so on the line before the last, which stays "export: <path>".
+// TestDemoHTTPSink: `demo --sink http --keep` delivers to its verifying
+// receiver and says so before the last line, which stays "export: <path>".
 func TestDemoHTTPSink(t *testing.T) {
-	cmd := exec.Command(binary, "demo", "-cpfs", "250", "--sink", "http")
+	cmd := exec.Command(binary, "demo", "-cpfs", "250", "--sink", "http", "--keep")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -32,8 +32,8 @@ func TestDemoHTTPSink(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(filepath.Dir(filepath.Dir(filepath.Dir(path)))) })
 	// 250 items in parts of demoPartItems (100): 3 parts.
 	re := regexp.MustCompile(`^delivered: http://127\.0\.0\.1:\d+/\S+ \(3 parts, 250 items, signatures verified\)$`)
-	if !re.MatchString(lines[len(lines)-2]) {
-		t.Fatalf("line before the last %q, want %s", lines[len(lines)-2], re)
+	if delivered := lineWithPrefix(lines, "delivered: "); !re.MatchString(delivered) {
+		t.Fatalf("delivered line %q, want %s", delivered, re)
 	}
 	if ok, err := export.Verify(path); !ok || err != nil {
 		t.Fatalf("demo export %s does not verify: %v", path, err)

@@ -125,9 +125,9 @@ func TestDemoPaymentFlowsAndDayFileCheck(t *testing.T) {
 	}
 }
 
-// TestDemoPayments: `demo --payments` end to end with the real binary.
+// TestDemoPayments: `demo --payments --keep` end to end with the real binary.
 func TestDemoPayments(t *testing.T) {
-	cmd := exec.Command(binary, "demo", "--payments", "-cpfs", "20")
+	cmd := exec.Command(binary, "demo", "--payments", "-cpfs", "20", "--keep")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -141,7 +141,7 @@ func TestDemoPayments(t *testing.T) {
 		os.RemoveAll(filepath.Dir(filepath.Dir(filepath.Dir(strings.TrimPrefix(lines[len(lines)-1], "export: ")))))
 	})
 	re := regexp.MustCompile(`^payments: /\S+/payments/\d{4}-\d{2}-\d{2}\.ndjson.* \(3 events: deposit paid, withdrawal paid, withdrawal failed; each once, bytes as signed\)$`)
-	if !re.MatchString(lines[len(lines)-2]) {
-		t.Fatalf("line before the last %q, want %s", lines[len(lines)-2], re)
+	if payments := lineWithPrefix(lines, "payments: "); !re.MatchString(payments) {
+		t.Fatalf("payments line %q, want %s", payments, re)
 	}
 }

@@ -455,7 +455,7 @@ func TestSecondDaemonOnSameDataDirFailsFast(t *testing.T) {
 }
 
 func TestDemo(t *testing.T) {
-	cmd := exec.Command(binary, "demo", "-cpfs", "120")
+	cmd := exec.Command(binary, "demo", "-cpfs", "120", "--keep")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
