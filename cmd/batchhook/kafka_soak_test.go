@@ -11,7 +11,6 @@ package main
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -134,7 +133,7 @@ func TestKafkaSoakKillsAndSinkFaults(t *testing.T) {
 		}
 	}
 	final.stop(t)
-	fmt.Printf("kafka soak: batches=%d kills=%d sink_faults=%d committed_records=%d lost=%d broken=%d batches_committed_twice=%d\n",
+	printSoakSummary("kafka soak: batches=%d kills=%d sink_faults=%d committed_records=%d lost=%d broken=%d batches_committed_twice=%d\n",
 		len(ids), kills, faults.Load(), len(committed), lost, broken, dupBatches)
 	if lost != 0 || broken != 0 {
 		t.Fatalf("lost %d, broken %d", lost, broken)

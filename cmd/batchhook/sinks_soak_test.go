@@ -26,7 +26,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -247,7 +246,7 @@ func TestSinksSoakKillsAndSinkFaults(t *testing.T) {
 			}
 		}
 	}
-	fmt.Printf("sinks soak: batches=%d kills=%d http_parts=%d http_attempts=%d http_dup_parts=%d exec_runs=%d exec_reruns=%d exec_tempfails=%d nats_msgs=%d nats_published=%d lost=%d\n",
+	printSoakSummary("sinks soak: batches=%d kills=%d http_parts=%d http_attempts=%d http_dup_parts=%d exec_runs=%d exec_reruns=%d exec_tempfails=%d nats_msgs=%d nats_published=%d lost=%d\n",
 		len(ids), len(kills), st.httpParts, len(recv.messages()), st.httpDups, st.execRuns, st.execReruns, st.tempfails,
 		len(streamMsgs), published.Load(), st.lost)
 	if st.lost != 0 {

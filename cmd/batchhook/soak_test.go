@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -190,7 +189,7 @@ func TestSoakKillsFaultsAndReplays(t *testing.T) {
 		t.Errorf("states after the soak: %v", counts)
 	}
 	stats := s.sim.Stats()
-	fmt.Printf("soak: batches=%d deliveries_sent=%d acked=%d replays=%d kills=%d exported=%d lost=%d duplicated=%d provider_faults=%d (500/429 %d, dropped %d)\n",
+	printSoakSummary("soak: batches=%d deliveries_sent=%d acked=%d replays=%d kills=%d exported=%d lost=%d duplicated=%d provider_faults=%d (500/429 %d, dropped %d)\n",
 		len(all), stats.Deliveries, stats.DeliveriesAcked, replays.Load(), kills.Load(), len(all)-lost, lost, duplicated,
 		stats.GETFaults+stats.Dropped, stats.GETFaults, stats.Dropped)
 	if lost != 0 || duplicated != 0 {
