@@ -22,7 +22,7 @@ import (
 	"github.com/batchhook/batchhook/store"
 )
 
-const demoUsage = `Usage: batchhook demo [-cpfs N] [-timeout D] [--sink http] [--payments] [--keep]
+const demoUsage = `Usage: batchhook demo [-cpfs N] [-timeout D] [--sink http] [--payments] [--keep=false]
 
 Runs the whole pipeline on loopback with embedded defaults: the provider
 simulator and the daemon on kernel-chosen ports, a fresh directory
@@ -31,11 +31,12 @@ received, its result pages fetched and exported. It checks the export
 against what the simulator served, then prints what to try next. Logs go
 to stderr. Exit 0 on success, 1 with the reason otherwise.
 
-The directory is removed at the end unless --keep (or the demo failed: it
-is kept for inspection). With --keep the last line on stdout is
+The directory is kept (DECISIONS 10), and the last line on stdout is
 "export: <absolute path>", after the command that runs the daemon again on
 the kept directory (its secrets are files there) and the CLI commands to
-try on it; without, the last line is "removed: <directory> (…)".
+try on it. --keep=false removes it at the end instead (it holds a
+database, sample CPFs and the demo's secrets); the last line is then
+"removed: <directory> (…)". A demo that fails always keeps it.
 
 With --sink http the daemon also delivers the export (BATCHHOOK_SINKS=file,http)
 to a Standard Webhooks receiver the demo runs on loopback, with a whsec_
@@ -61,7 +62,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 60*time.Second, "give up when the batch is not exported (and delivered) within this time")
 	sinkName := fs.String("sink", "file", "file (the export only) or http (also deliver it to a verifying receiver on loopback)")
 	payments := fs.Bool("payments", false, "also run a deposit and two withdrawals through the sandbox and check their payment events were delivered")
-	keep := fs.Bool("keep", false, "keep the demo directory (database, export, secrets) and print how to run the daemon and the CLI on it")
+	keep := fs.Bool("keep", true, "keep the demo directory (database, export, secrets) and print how to run the daemon and the CLI on it; --keep=false removes it")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -94,7 +95,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "batchhook demo: remove %s: %v\n", dir, err)
 			return 1
 		}
-		fmt.Fprintf(stdout, "removed: %s (the export was checked first; --keep keeps it)\n", dir)
+		fmt.Fprintf(stdout, "removed: %s (the export was checked first; --keep=false removed it)\n", dir)
 		return 0
 	}
 	fmt.Fprintf(stdout, "export: %s\n", res.exportPath)

@@ -38,11 +38,11 @@ func runDemoBinary(t *testing.T, args ...string) []string {
 	return lines
 }
 
-// TestDemoRemovesItsDirectory: without --keep the demo leaves nothing
+// TestDemoRemovesItsDirectory: with --keep=false the demo leaves nothing
 // behind (its directory holds a database, sample CPFs and secrets), says
 // so on its last line, and points at what to try next.
 func TestDemoRemovesItsDirectory(t *testing.T) {
-	lines := runDemoBinary(t, "-cpfs", "5")
+	lines := runDemoBinary(t, "-cpfs", "5", "--keep=false")
 	dir := strings.TrimPrefix(lineWithPrefix(lines, "demo dir: "), "demo dir: ")
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("demo dir %s still there after the demo (stat: %v)", dir, err)
@@ -51,7 +51,7 @@ func TestDemoRemovesItsDirectory(t *testing.T) {
 		t.Errorf("last line %q, want removed: %s …", last, dir)
 	}
 	out := strings.Join(lines, "\n")
-	for _, want := range []string{`README "The provider simulator, and batchhook by hand"`, "batchhook demo --keep"} {
+	for _, want := range []string{`README "The provider simulator, and batchhook by hand"`, "without --keep=false"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout does not say %q:\n%s", want, out)
 		}

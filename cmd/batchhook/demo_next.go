@@ -30,7 +30,7 @@ const (
 func printNextSteps(w io.Writer, dir string, res demoResult, keep bool) {
 	const byHand = `README "The provider simulator, and batchhook by hand" runs the simulator and the daemon yourself`
 	if !keep {
-		fmt.Fprintf(w, "next: %s;\n  batchhook demo --keep keeps this directory and prints how to run the daemon and the CLI on it\n", byHand)
+		fmt.Fprintf(w, "next: %s;\n  batchhook demo (without --keep=false) keeps this directory and prints how to run the daemon and the CLI on it\n", byHand)
 		return
 	}
 	fmt.Fprintf(w, "next, on the kept directory (the demo's daemon and simulator have stopped):\n")
