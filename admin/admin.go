@@ -62,6 +62,10 @@ type Options struct {
 	MaxSubmissionBytes int64
 	// Ready returns nil when the daemon is ready, else the reason.
 	Ready func() error
+	// Warnings, when set, returns problems that do not make the daemon
+	// unready (it still records webhooks) but that an operator looking at
+	// /readyz should see, e.g. a provider that answers 404 to everything.
+	Warnings func() []string
 	// Retention is how long the provider keeps results (RETENTION): a
 	// refetch after it is refused with 409 and the reason.
 	Retention time.Duration
@@ -177,6 +181,11 @@ func (s *Server) healthz(c echo.Context) error {
 func (s *Server) readyz(c echo.Context) error {
 	if err := s.o.Ready(); err != nil {
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "not_ready", "reason": err.Error()})
+	}
+	if s.o.Warnings != nil {
+		if w := s.o.Warnings(); len(w) > 0 {
+			return c.JSON(http.StatusOK, map[string]any{"status": "ready", "warnings": w})
+		}
 	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 }

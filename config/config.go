@@ -200,6 +200,9 @@ func Load() (*Config, error) {
 	if err := c.checkDirs(); err != nil {
 		return nil, err
 	}
+	if w := baseURLWarning(c.APIBaseURL); w != nil {
+		c.Warnings = append(c.Warnings, *w)
+	}
 	return &c, nil
 }
 

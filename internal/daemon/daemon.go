@@ -22,6 +22,7 @@ import (
 	"github.com/batchhook/batchhook/export"
 	"github.com/batchhook/batchhook/fetcher"
 	"github.com/batchhook/batchhook/internal/metrics"
+	"github.com/batchhook/batchhook/internal/providerwatch"
 	"github.com/batchhook/batchhook/receiver"
 	"github.com/batchhook/batchhook/sink"
 	"github.com/batchhook/batchhook/sink/dispatch"
@@ -86,6 +87,9 @@ type Daemon struct {
 	// fatal carries the store's failure: the daemon can no longer serve
 	// and its process must exit for the supervisor to restart it.
 	fatal chan error
+	// provider watches the provider's answers for a base URL that
+	// cannot be right (404 to everything): a metric and /readyz say so.
+	provider *providerwatch.Watch
 
 	stopOnce sync.Once
 	stopErr  error
@@ -122,8 +126,11 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	}()
 	cfg := d.cfg
 	for _, w := range cfg.Warnings {
-		d.log.Warn().Str("component", "daemon").Str("event", w.Event).Str("variable", w.Variable).Str("path", w.Path).
-			Str("mode", fmt.Sprintf("%04o", w.Mode)).Msg(w.Message)
+		ev := d.log.Warn().Str("component", "daemon").Str("event", w.Event).Str("variable", w.Variable)
+		if w.Path != "" {
+			ev = ev.Str("path", w.Path).Str("mode", fmt.Sprintf("%04o", w.Mode))
+		}
+		ev.Msg(w.Message)
 	}
 	if d.store, err = store.Open(cfg.DataDir, LockTimeout); err != nil {
 		return err
@@ -167,10 +174,11 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	if err != nil {
 		return err
 	}
+	d.provider = d.watchProvider()
 	client, err := fetcher.NewClient(fetcher.ClientOptions{
 		BaseURL: cfg.APIBaseURL, APIKey: func() []byte { return *d.apiKey.Load() }, Limit: cfg.PageLimit,
 		CursorParam: cfg.CursorParam, ResultsField: cfg.ResultsField, StatusField: cfg.StatusField,
-		MaxPageBytes: cfg.MaxPageBytes, Timeout: cfg.FetchTimeout,
+		MaxPageBytes: cfg.MaxPageBytes, Timeout: cfg.FetchTimeout, Observe: d.provider.Observe,
 	})
 	if err != nil {
 		return err
@@ -208,7 +216,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	d.admin, err = admin.New(admin.Options{
 		Store: d.store, Token: func() []byte { return *d.adminToken.Load() }, Metrics: d.metrics.Handler(),
 		Submissions: svc, Erasures: eraser, MaxSubmissionBytes: cfg.MaxSubmissionBytes, Retention: cfg.Retention,
-		Ready: d.ready, Logger: d.log.With().Str("component", "admin").Logger(),
+		Ready: d.ready, Warnings: d.warnings, Logger: d.log.With().Str("component", "admin").Logger(),
 		LogDropped: d.metrics.LogLineDropped, Payments: d.store, PaymentsEnabled: cfg.PaymentsEnabled(),
 	})
 	if err != nil {
