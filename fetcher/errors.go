@@ -70,3 +70,6 @@ func kindOf(err error) (Kind, time.Duration) {
 	}
 	return KindLocal, 0
 }
+
+// Kinds lists every Kind (the metrics start each at 0).
+var Kinds = []Kind{KindTransient, KindAuth, KindNotFound, KindRejected, KindProtocol, KindLocal}

@@ -160,6 +160,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	}
 	d.metrics = metrics.New(d.store, time.Now)
 	d.metrics.InitSinks(cfg.DeliverySinks())
+	d.metrics.Init(metricLabels())
 	disp, err := d.dispatcher()
 	if err != nil {
 		return err
