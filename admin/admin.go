@@ -36,6 +36,9 @@ type Store interface {
 	Refetch(id string, retention time.Duration, now time.Time) (*store.Batch, error)
 	ListQuarantined(limit int, cursor string) ([]store.Quarantined, string, error)
 	GetQuarantined(id string) (*store.Quarantined, error)
+	// FindQuarantined looks an entry up by its id or a unique prefix of
+	// it (an error wrapping store.ErrAmbiguous when several match).
+	FindQuarantined(prefix string) (*store.Quarantined, error)
 	ChunksIn(state store.ChunkState, limit int) ([]store.Chunk, error)
 	// Deliveries, Redeliver and ListDeliveries are the sinks' outboxes
 	// (Redeliver: ErrNotFound, or ErrState with the reason).
@@ -201,6 +204,8 @@ func storeError(c echo.Context, err error) error {
 		return fail(c, http.StatusNotFound, "not_found")
 	case errors.Is(err, store.ErrState):
 		return fail(c, http.StatusConflict, err.Error())
+	case errors.Is(err, store.ErrAmbiguous):
+		return fail(c, http.StatusBadRequest, err.Error())
 	case errors.Is(err, store.ErrBadCursor):
 		return fail(c, http.StatusBadRequest, "bad_cursor")
 	default:

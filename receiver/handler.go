@@ -202,6 +202,9 @@ func (s *Server) quarantine(c echo.Context, log zerolog.Logger, body []byte, cau
 		ID: hex.EncodeToString(sum[:]), Reason: cause.Error(), Attempt: attempt(c.Request()),
 		ReceivedAt: s.opts.Now().UTC(), Raw: bytes.Clone(body), Product: product,
 	}
+	if product == "" {
+		q.BatchID = readableBatchID(body)
+	}
 	save := s.opts.Store.Quarantine
 	if product == store.ProductPayments {
 		save = s.opts.Payments.Store.Quarantine
@@ -212,6 +215,9 @@ func (s *Server) quarantine(c echo.Context, log zerolog.Logger, body []byte, cau
 	ev := log.Error().Str("event", "webhook_invalid")
 	if product == store.ProductPayments {
 		ev = log.Error().Str("event", "payment_invalid")
+	}
+	if q.BatchID != "" {
+		ev = ev.Str("batch_id", q.BatchID)
 	}
 	ev.Str("reason", cause.Error()).Str("quarantine_id", q.ID).Msg("signed webhook failed validation; kept in quarantine")
 	return outcomeInvalid, fail(c, http.StatusBadRequest, cause.Error())

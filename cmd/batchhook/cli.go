@@ -295,7 +295,8 @@ const quarantineUsage = `Usage:
   batchhook quarantine list [--limit N] [--cursor C] [--json] [--admin URL]
   batchhook quarantine show ID [--json] [--admin URL]
 
-Signed deliveries that failed validation (400), with the reason. Same
+Signed deliveries that failed validation (400), with the reason. ID may be
+the first few digits of an entry's id, when no other entry starts so. Same
 environment as "batchhook batches".
 `
 
@@ -352,6 +353,7 @@ func quarantine(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		ReceivedAt time.Time `json:"received_at"`
 		Body       string    `json:"body"`
 		Product    string    `json:"product"`
+		BatchID    string    `json:"batch_id"`
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 2, 2, ' ', 0)
 	if sub == "show" {
@@ -363,9 +365,14 @@ func quarantine(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		if e.Product == "payments" {
 			body = "(not shown: a payments body may hold personal data)"
 		}
-		fmt.Fprintf(tw, "id:\t%s\nproduct:\t%s\nreason:\t%s\nreceived:\t%s\ndelivery attempt:\t%d\nbody:\t%s\n", e.ID, e.Product,
-			e.Reason, e.ReceivedAt.UTC().Format(time.RFC3339), e.Attempt, body)
+		fmt.Fprintf(tw, "id:\t%s\nproduct:\t%s\nreason:\t%s\nreceived:\t%s\ndelivery attempt:\t%d\n", e.ID, e.Product,
+			e.Reason, e.ReceivedAt.UTC().Format(time.RFC3339), e.Attempt)
+		if e.BatchID != "" {
+			fmt.Fprintf(tw, "batch id:\t%s\n", e.BatchID)
+		}
+		fmt.Fprintf(tw, "body:\t%s\n", body)
 		tw.Flush()
+		fmt.Fprintf(stdout, "\nnext step: %s\n", quarantineNextStep(e.Product, e.BatchID))
 		return 0
 	}
 	var page struct {
@@ -375,9 +382,9 @@ func quarantine(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err := json.Unmarshal(raw, &page); err != nil {
 		return exitOf(fmt.Errorf("decode reply: %w", err), stderr)
 	}
-	fmt.Fprintln(tw, "ID\tPRODUCT\tRECEIVED\tREASON")
+	fmt.Fprintln(tw, "ID\tPRODUCT\tBATCH\tRECEIVED\tREASON")
 	for _, e := range page.Items {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.ID, e.Product, e.ReceivedAt.UTC().Format(time.RFC3339), oneLine(e.Reason, 80))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.ID, e.Product, orDash(e.BatchID), e.ReceivedAt.UTC().Format(time.RFC3339), oneLine(e.Reason, 80))
 	}
 	tw.Flush()
 	if page.NextCursor != "" {
