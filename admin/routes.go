@@ -22,7 +22,10 @@ type BatchView struct {
 	TotalFound     *int64     `json:"total_found"`
 	TotalNotFound  *int64     `json:"total_not_found"`
 	CompletedAt    *time.Time `json:"completed_at"`
-	ReceivedAt     time.Time  `json:"received_at"`
+	// ReceivedAt is when the batch.completed (or the poll that found the
+	// batch final) was recorded; omitted while none was: a submitted or
+	// tracked batch shows submitted_at instead.
+	ReceivedAt     time.Time  `json:"received_at,omitzero"`
 	Attempt        int        `json:"delivery_attempt"`
 	Flags          []string   `json:"flags,omitempty"`
 	Pages          int64      `json:"pages"`

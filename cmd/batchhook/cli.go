@@ -213,7 +213,7 @@ func batches(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(tw, "BATCH\tSTATE\tSTATUS\tPAGES\tITEMS\tRECEIVED\tLAST ERROR")
 		for _, b := range page.Items {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", b.ID, b.State, b.Status, b.Pages, b.Items,
-				b.ReceivedAt.UTC().Format(time.RFC3339), oneLine(b.LastError, 60))
+				timeOrDash(b.ReceivedAt), oneLine(b.LastError, 60))
 		}
 		tw.Flush()
 		if page.NextCursor != "" {
@@ -240,14 +240,23 @@ func batches(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	tw := tabwriter.NewWriter(stdout, 0, 2, 2, ' ', 0)
 	rows := [][2]string{
 		{"batch", b.ID}, {"state", b.State}, {"status", b.Status}, {"source", b.Source},
-		{"received", b.ReceivedAt.UTC().Format(time.RFC3339)}, {"delivery attempt", fmt.Sprint(b.Attempt)},
-		{"pages", fmt.Sprint(b.Pages)}, {"items", fmt.Sprint(b.Items)}, {"fetch attempts", fmt.Sprint(b.FetchAttempts)},
 	}
+	// A submitted or tracked batch has received nothing yet: no
+	// received row, its submitted (or tracked) time below instead.
+	if !b.ReceivedAt.IsZero() {
+		rows = append(rows, [2]string{"received", b.ReceivedAt.UTC().Format(time.RFC3339)}, [2]string{"delivery attempt", fmt.Sprint(b.Attempt)})
+	}
+	rows = append(rows, [2]string{"pages", fmt.Sprint(b.Pages)}, [2]string{"items", fmt.Sprint(b.Items)},
+		[2]string{"fetch attempts", fmt.Sprint(b.FetchAttempts)})
 	if b.NextAttemptAt != nil {
 		rows = append(rows, [2]string{"next attempt", b.NextAttemptAt.UTC().Format(time.RFC3339)})
 	}
 	if b.SubmittedAt != nil {
-		rows = append(rows, [2]string{"submitted", b.SubmittedAt.UTC().Format(time.RFC3339)})
+		label := "submitted"
+		if b.SubmissionID == "" {
+			label = "tracked" // SubmittedAt is when an operator began tracking it
+		}
+		rows = append(rows, [2]string{label, b.SubmittedAt.UTC().Format(time.RFC3339)})
 	}
 	if b.SubmissionID != "" {
 		rows = append(rows, [2]string{"submission", fmt.Sprintf("%s (%d CPFs)", b.SubmissionID, b.CPFCount)})

@@ -1,5 +1,7 @@
 package main
 
+import "time"
+
 // quarantineNextStep says what an operator can do about a quarantined
 // delivery: the provider retries a 400 for ever, so the entry is not the
 // end of the story, but nothing batchhook does on its own gets the data in.
@@ -23,4 +25,13 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// timeOrDash shows a zero time (nothing recorded yet) as "-" in a table,
+// never as 0001-01-01T00:00:00Z.
+func timeOrDash(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
 }
