@@ -110,6 +110,9 @@ type Config struct {
 	// a size such as 256MiB; "0" or "off" leaves the runtime's default
 	// (which honours GOMEMLIMIT). Read it with MemoryLimitBytes.
 	MemoryLimit string `split_words:"true" default:"256MiB"`
+	// TrustedProxies: comma CIDRs of reverse proxies whose forwarding
+	// headers name the logged sender (proxies.go).
+	TrustedProxies string `split_words:"true"`
 
 	// Downstream delivery (issue 11, sinks.go). Sinks is a comma list of
 	// file, http, exec, kafka, nats.
@@ -274,6 +277,9 @@ func (c *Config) Validate() error {
 		if !ch.ok {
 			return fmt.Errorf("%s: %s", Var(ch.name), ch.want)
 		}
+	}
+	if _, err := c.TrustedProxyNets(); err != nil {
+		return err
 	}
 	if err := c.validatePayments(); err != nil {
 		return err

@@ -94,15 +94,22 @@ func (s *Server) prologue(c echo.Context, ep endpoint) (in *inbound, outcome str
 	}
 	reqID := newRequestID()
 	c.Response().Header().Set("X-Request-Id", reqID)
-	lc := s.opts.Logger.With().Str("request_id", reqID).Str("remote_addr", req.RemoteAddr).Int("attempt", attempt(req))
+	remote, proxy := s.remoteAddr(req)
+	lc := s.opts.Logger.With().Str("request_id", reqID).Str("remote_addr", remote).Int("attempt", attempt(req))
+	if proxy != "" {
+		lc = lc.Str("proxy_addr", proxy)
+	}
 	if ep.product != "" {
 		lc = lc.Str("product", ep.product)
 	}
 	log := lc.Logger()
 	// A line anyone can cause, sampled (nil, a no-op, when dropped).
 	stranger := func(event string) *zerolog.Event {
-		e := s.strangers[event].Warn().Str("request_id", reqID).Str("remote_addr", req.RemoteAddr).
+		e := s.strangers[event].Warn().Str("request_id", reqID).Str("remote_addr", remote).
 			Int("attempt", attempt(req)).Str("event", event)
+		if proxy != "" {
+			e = e.Str("proxy_addr", proxy)
+		}
 		if ep.product != "" {
 			e = e.Str("product", ep.product)
 		}

@@ -204,12 +204,16 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	}
 	d.submitter = sub
 	loops = append(loops, sub.Run, rec.Run)
+	proxies, err := cfg.TrustedProxyNets()
+	if err != nil {
+		return err
+	}
 	d.recv, err = receiver.New(receiver.Options{
 		Path: cfg.WebhookPath, MaxBodyBytes: cfg.MaxBodyBytes,
 		Secret: func() []byte { return *d.secret.Load() }, Store: d.store,
 		Logger: d.log.With().Str("component", "receiver").Logger(), Observer: d.metrics,
 		MaxConnections: cfg.MaxConnections, LogDropped: d.metrics.LogLineDropped,
-		Payments: d.paymentsWebhook(),
+		Payments: d.paymentsWebhook(), TrustedProxies: proxies,
 	})
 	if err != nil {
 		return err
