@@ -211,7 +211,7 @@ func TestLoadIgnoresUnprefixedVariables(t *testing.T) {
 		"SUBMIT_PER_MINUTE": "0", "MAX_IN_FLIGHT": "-1", "RECONCILE_AFTER": "0s", "STATUS_FIELD": "unprefixed",
 		"MAX_SUBMISSION_BYTES": "1", "RESUBMIT_FIELD": "unprefixed", "RESUBMIT_VALUES": ",", "ITEM_CPF_FIELD": "unprefixed",
 		"REPAIR_PERMISSIONS": "true",
-		"MAX_CONNECTIONS":    "0", "MEMORY_LIMIT": "lots",
+		"MAX_CONNECTIONS":    "0", "MEMORY_LIMIT": "lots", "TRUSTED_PROXIES": "0.0.0.0/0",
 		"SINKS": "s3", "SINK_WORKERS": "0", "HTTP_SINK_URL": "ftp://x", "HTTP_SINK_SECRET": "plain",
 		"HTTP_SINK_SECRET_FILE": "/nonexistent/hook", "HTTP_SINK_MAX_ITEMS": "0", "HTTP_SINK_TIMEOUT": "0s",
 		"EXEC_SINK_COMMAND": "not json", "EXEC_SINK_TIMEOUT": "0s", "EXEC_SINK_LOG_OUTPUT": "true",
