@@ -86,6 +86,9 @@ type Options struct {
 	// served (the list reply shows it).
 	Payments        PaymentLog
 	PaymentsEnabled bool
+	// Rejected is the ring of rejected (401) deliveries; nil answers 404
+	// on its routes.
+	Rejected RejectedLog
 }
 
 // strangerBurst is how many lines a second strangers can cause here.
@@ -139,6 +142,8 @@ func New(o Options) (*Server, error) {
 	g.GET("/admin/backup", s.backup)
 	g.GET("/admin/payments/events", s.listPayments)
 	g.GET("/admin/payments/events/:seq", s.showPayment)
+	g.GET("/admin/rejected", s.listRejected)
+	g.GET("/admin/rejected/:id", s.showRejected)
 	s.echo = e
 	s.srv = httpserver.New("admin listener", &http.Server{Handler: e, ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10,

@@ -141,8 +141,12 @@ func (s *Server) prologue(c echo.Context, ep endpoint) (in *inbound, outcome str
 	body := *buf
 	if reason := signature.Verify(ep.secret(), body, req.Header.Get(signature.Header)); reason != signature.OK {
 		sum := sha256.Sum256(body)
+		line := stranger(ep.rejected)
+		if line != nil { // sampled in: the log budget also bounds what is kept
+			s.keepRejected(c, ep, body, sum, string(reason), remote)
+		}
 		s.bufs.put(buf)
-		stranger(ep.rejected).Str("reason", string(reason)).
+		line.Str("reason", string(reason)).
 			Int("body_len", len(body)).Str("body_sha256", hex.EncodeToString(sum[:])).
 			Msg("webhook signature rejected")
 		return nil, outcomeUnauthorized, fail(c, http.StatusUnauthorized, "invalid_signature")

@@ -97,6 +97,10 @@ type Options struct {
 	// the sender logged as remote_addr (BATCHHOOK_TRUSTED_PROXIES); empty
 	// = the headers are ignored.
 	TrustedProxies []*net.IPNet
+	// KeepRejected, when set, is handed the rejected (401) deliveries
+	// whose log line the sampler let through (store.Rejected, body capped
+	// at store.MaxRejectedBody). It must not block: the 401 waits for it.
+	KeepRejected func(store.Rejected)
 }
 
 // Observer receives one call per webhook request. The outcomes are

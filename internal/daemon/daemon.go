@@ -23,6 +23,7 @@ import (
 	"github.com/batchhook/batchhook/fetcher"
 	"github.com/batchhook/batchhook/internal/metrics"
 	"github.com/batchhook/batchhook/internal/providerwatch"
+	"github.com/batchhook/batchhook/internal/rejectkeep"
 	"github.com/batchhook/batchhook/receiver"
 	"github.com/batchhook/batchhook/sink"
 	"github.com/batchhook/batchhook/sink/dispatch"
@@ -197,7 +198,8 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	if err != nil {
 		return err
 	}
-	loops := []func(context.Context) error{f.Run, d.watchStore, purger.Run}
+	keeper := rejectkeep.New(d.store, cfg.RejectedKeep, d.log.With().Str("component", "receiver").Logger(), nil)
+	loops := []func(context.Context) error{f.Run, d.watchStore, purger.Run, keeper.Run}
 	sub, rec, svc, err := d.submitSide(client)
 	if err != nil {
 		return err
@@ -214,6 +216,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		Logger: d.log.With().Str("component", "receiver").Logger(), Observer: d.metrics,
 		MaxConnections: cfg.MaxConnections, LogDropped: d.metrics.LogLineDropped,
 		Payments: d.paymentsWebhook(), TrustedProxies: proxies,
+		KeepRejected: func(r store.Rejected) { keeper.Keep(r) },
 	})
 	if err != nil {
 		return err
@@ -223,6 +226,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		Submissions: svc, Erasures: eraser, MaxSubmissionBytes: cfg.MaxSubmissionBytes, Retention: cfg.Retention,
 		Ready: d.ready, Warnings: d.warnings, Logger: d.log.With().Str("component", "admin").Logger(),
 		LogDropped: d.metrics.LogLineDropped, Payments: d.store, PaymentsEnabled: cfg.PaymentsEnabled(),
+		Rejected: d.store,
 	})
 	if err != nil {
 		return err
