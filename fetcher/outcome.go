@@ -144,7 +144,7 @@ func (f *Fetcher) persist(ctx context.Context, log zerolog.Logger, event string,
 			return false
 		}
 		wait := backoff.Delay(attempt, storeRetryBase, storeRetryMax, 0, f.o.Jitter())
-		log.Error().Str("event", event).Err(err).Int("attempt", attempt).Dur("retry_in_ms", wait).
+		log.Error().Str("event", event).Err(err).Int("attempt", attempt).Int64("retry_in_ms", wait.Milliseconds()).
 			Msg("could not record the batch's next state; retrying")
 		timer := time.NewTimer(wait)
 		select {

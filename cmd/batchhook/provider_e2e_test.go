@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -40,6 +42,36 @@ func TestWrongBaseURLIsNamedAndShown(t *testing.T) {
 	}
 	if strings.Contains(d.out.String(), e2eKey) {
 		t.Fatal("the API key reached the log")
+	}
+	checkDurationFields(t, d.out.String())
+}
+
+// checkDurationFields fails when a log line has a duration that is not a
+// whole number of milliseconds in a field named …_ms (issue 14, item 14),
+// or a duration field without its unit.
+func checkDurationFields(t *testing.T, out string) {
+	t.Helper()
+	seen := 0
+	for _, l := range strings.Split(out, "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) != nil {
+			continue
+		}
+		for k, v := range m {
+			switch {
+			case strings.HasSuffix(k, "_ms"):
+				f, ok := v.(float64)
+				if !ok || f != math.Trunc(f) {
+					t.Errorf("%s = %v in %s: want whole milliseconds", k, v, l)
+				}
+				seen++
+			case k == "retry_in" || k == "took" || k == "wait":
+				t.Errorf("duration field %s without its unit in %s", k, l)
+			}
+		}
+	}
+	if seen == 0 {
+		t.Error("no …_ms field in the log to check")
 	}
 }
 
