@@ -159,8 +159,8 @@ func (r *Reconciler) poll(ctx context.Context, b *store.Batch, now time.Time) er
 	}
 	delay := backoff.Delay(b.PollAttempts+1, r.o.BackoffBase, r.o.BackoffMax, 0, r.o.Jitter())
 	if errors.Is(err, ErrUnknownBatch) && r.o.NotFoundGrace > 0 && now.Sub(start) > r.o.NotFoundGrace {
-		reason := fmt.Sprintf("the provider still does not know the batch %s after it was submitted or tracked (BATCHHOOK_NOT_FOUND_GRACE): %v",
-			r.o.NotFoundGrace, err)
+		reason := fmt.Sprintf("%v; still not found %s after it was submitted or tracked (BATCHHOOK_NOT_FOUND_GRACE)",
+			err, r.o.NotFoundGrace)
 		log.Error().Str("event", "batch_abandoned").Str("reason", reason).Msg("batch abandoned")
 		return r.o.Queue.AbandonAwaiting(b.ID, reason, now)
 	}

@@ -26,6 +26,11 @@ func TestWrongBaseURLIsNamedAndShown(t *testing.T) {
 	doubled := s.sim.URL() + "/api/v1/api/v1/batches/b_typo1"
 	waitFor(t, func() bool { return strings.Contains(d.out.String(), `"event":"provider_misconfigured"`) })
 	logLine(t, d.out.String(), `"event":"poll_failed"`, "GET "+doubled)
+	for _, l := range strings.Split(d.out.String(), "\n") {
+		if strings.Contains(l, `"event":"poll_failed"`) && strings.Count(l, "does not know the batch") != 1 {
+			t.Fatalf("the 404 reason is not said exactly once: %s", l)
+		}
+	}
 	logLine(t, d.out.String(), `"event":"provider_misconfigured"`, doubled, "BATCHHOOK_API_BASE_URL")
 	if strings.Count(d.out.String(), `"event":"provider_misconfigured"`) != 1 {
 		t.Fatal("provider_misconfigured logged more than once")
