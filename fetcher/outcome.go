@@ -116,7 +116,7 @@ func (f *Fetcher) retry(ctx context.Context, log zerolog.Logger, b *store.Batch,
 		ev = log.Error()
 	}
 	ev.Str("event", name).Str("kind", string(kind)).Err(err).Int("attempt", b.FetchAttempts+1).
-		Dur("retry_in_ms", delay).Bool("from_first_page", restart).Msg("fetch failed; will retry")
+		Int64("retry_in_ms", delay.Milliseconds()).Bool("from_first_page", restart).Msg("fetch failed; will retry")
 }
 
 // discard removes the batch's staging; a failure is logged, not fatal (the
