@@ -146,7 +146,7 @@ func (s *Server) prologue(c echo.Context, ep endpoint) (in *inbound, outcome str
 			s.keepRejected(c, ep, body, sum, string(reason), remote)
 		}
 		s.bufs.put(buf)
-		line.Str("reason", string(reason)).
+		line.Str("reason", string(reason)).Str("explanation", reason.Explain()).
 			Int("body_len", len(body)).Str("body_sha256", hex.EncodeToString(sum[:])).
 			Msg("webhook signature rejected")
 		return nil, outcomeUnauthorized, fail(c, http.StatusUnauthorized, "invalid_signature")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/batchhook/batchhook/internal/signature"
 	"github.com/batchhook/batchhook/internal/testutil"
 	"github.com/batchhook/batchhook/store"
 )
@@ -118,5 +119,19 @@ func TestTrustedProxyNamesTheSender(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// webhook_rejected carries the explanation `batchhook verify` prints for
+// the same reason (issue 14, item 14), on both webhook paths.
+func TestRejectedLineExplainsLikeVerify(t *testing.T) {
+	base, logs := serveWithProxies(t)
+	for path, event := range map[string]string{testPath: "webhook_rejected", payPath: "payment_rejected"} {
+		postWith(t, base+path, map[string]string{signature.Header: "E0JT1g23jfpLIVmVv1uaEXNnF1BMHYi2F+sQsvj022s="})
+		line := lastLine(t, logs, event)
+		if line["reason"] != "raw_digest_encoding" || line["explanation"] != signature.RawDigest.Explain() ||
+			!strings.Contains(line["explanation"].(string), "44 characters") {
+			t.Fatalf("%s: %v", path, line)
+		}
 	}
 }

@@ -155,13 +155,13 @@ func verifyRejected(id string, secret []byte, admin string, stdout, stderr io.Wr
 		return 0
 	case reason == signature.Mismatch && !whole:
 		fmt.Fprintf(stdout, "undecided: the header has the right form, but the whole body is not available (%s); the daemon found: %s (%s)\n",
-			missingBody(e), reasonText[signature.Reason(e.Reason)], e.Reason)
+			missingBody(e), signature.Reason(e.Reason).Explain(), e.Reason)
 		return 1
 	case reason == signature.OK:
 		fmt.Fprintf(stdout, "undecided: the kept part of the body matches, but it is not the whole body (%s)\n", missingBody(e))
 		return 1
 	}
-	fmt.Fprintf(stdout, "invalid: %s (%s)\n", reasonText[reason], reason)
+	fmt.Fprintf(stdout, "invalid: %s (%s)\n", reason.Explain(), reason)
 	return 1
 }
 

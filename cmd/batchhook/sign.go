@@ -67,16 +67,6 @@ func signCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
-var reasonText = map[signature.Reason]string{
-	signature.Missing:      "no signature given",
-	signature.Prefixed:     `the value has a "sha256=" prefix; the header holds the Base64 value alone`,
-	signature.RawDigest:    "44 characters: the raw 32-byte digest was Base64-encoded; the scheme encodes its 64-character lowercase hex text (88 characters)",
-	signature.WrongLength:  "wrong length: a valid value has 88 characters",
-	signature.NotBase64:    "not standard padded Base64",
-	signature.UppercaseHex: "the hex digest was uppercase before Base64; the scheme uses lowercase",
-	signature.Mismatch:     "does not match this body and secret (other secret, or the body changed: spacing and key order count)",
-}
-
 func verifyCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -115,7 +105,7 @@ func verifyCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "valid")
 		return 0
 	}
-	fmt.Fprintf(stdout, "invalid: %s (%s)\n", reasonText[reason], reason)
+	fmt.Fprintf(stdout, "invalid: %s (%s)\n", reason.Explain(), reason)
 	return 1
 }
 
