@@ -154,7 +154,8 @@ func (s *Server) prologue(c echo.Context, ep endpoint) (in *inbound, outcome str
 	// From here on the body is genuine.
 	if enc := req.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
 		s.bufs.put(buf)
-		log.Warn().Str("event", "webhook_unsupported_encoding").Msg("signed webhook with a Content-Encoding")
+		log.Warn().Str("event", "webhook_unsupported_encoding").Str("content_encoding", truncate(enc)).
+			Msg("signed webhook with a Content-Encoding other than identity: 415 (batchhook reads bodies as sent)")
 		return nil, outcomeUnsupported, fail(c, http.StatusUnsupportedMediaType, "unsupported_content_encoding")
 	}
 	return &inbound{body: body, buf: buf, log: log, attempt: attempt(req)}, "", nil

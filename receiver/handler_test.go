@@ -262,6 +262,9 @@ func TestSizeEncodingMethodAndPath(t *testing.T) {
 	if r := e.post(t, testPath, b, h); r.code != 415 {
 		t.Errorf("gzip-encoded: %d, want 415", r.code)
 	}
+	if !strings.Contains(e.logs.String(), `"event":"webhook_unsupported_encoding","content_encoding":"gzip"`) {
+		t.Errorf("the 415 line does not name the encoding:\n%s", e.logs.String())
+	}
 	if r := e.post(t, "/elsewhere", b, signed(b)); r.code != 404 || r.body["error"] != "not_found" {
 		t.Errorf("other path: %d %v, want 404", r.code, r.body)
 	}
