@@ -129,7 +129,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	for _, w := range cfg.Warnings {
 		ev := d.log.Warn().Str("component", "daemon").Str("event", w.Event).Str("variable", w.Variable)
 		if w.Path != "" {
-			ev = ev.Str("path", w.Path).Str("mode", fmt.Sprintf("%04o", w.Mode))
+			ev = ev.Str("path", absPath(w.Path)).Str("mode", fmt.Sprintf("%04o", w.Mode))
 		}
 		ev.Msg(w.Message)
 	}
@@ -268,7 +268,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 
 	d.log.Info().Str("component", "daemon").Str("event", "started").Str("listen_addr", d.addr.String()).
 		Str("admin_addr", d.adminAddr.String()).Bool("admin_token", len(cfg.AdminToken) > 0).
-		Str("webhook_path", cfg.WebhookPath).Str("data_dir", cfg.DataDir).Str("export_dir", d.sink.Root()).
+		Str("webhook_path", cfg.WebhookPath).Str("data_dir", absPath(cfg.DataDir)).Str("export_dir", d.sink.Root()).
 		Str("api_base_url", cfg.APIBaseURL).Int("fetch_workers", cfg.FetchWorkers).
 		Strs("sinks", cfg.SinkNames()).Int("sink_workers", cfg.SinkWorkers).
 		Str("signing_secret_fingerprint", cfg.SigningSecret.Fingerprint()).
