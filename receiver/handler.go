@@ -95,7 +95,7 @@ func (s *Server) prologue(c echo.Context, ep endpoint) (in *inbound, outcome str
 	reqID := newRequestID()
 	c.Response().Header().Set("X-Request-Id", reqID)
 	remote, proxy := s.remoteAddr(req)
-	lc := s.opts.Logger.With().Str("request_id", reqID).Str("remote_addr", remote).Int("attempt", attempt(req))
+	lc := s.opts.Logger.With().Str("request_id", reqID).Str("remote_addr", remote).Int("delivery_attempt", attempt(req))
 	if proxy != "" {
 		lc = lc.Str("proxy_addr", proxy)
 	}
@@ -106,7 +106,7 @@ func (s *Server) prologue(c echo.Context, ep endpoint) (in *inbound, outcome str
 	// A line anyone can cause, sampled (nil, a no-op, when dropped).
 	stranger := func(event string) *zerolog.Event {
 		e := s.strangers[event].Warn().Str("request_id", reqID).Str("remote_addr", remote).
-			Int("attempt", attempt(req)).Str("event", event)
+			Int("delivery_attempt", attempt(req)).Str("event", event)
 		if proxy != "" {
 			e = e.Str("proxy_addr", proxy)
 		}
