@@ -36,6 +36,9 @@ type Store interface {
 	Refetch(id string, retention time.Duration, now time.Time) (*store.Batch, error)
 	ListQuarantined(limit int, cursor string) ([]store.Quarantined, string, error)
 	GetQuarantined(id string) (*store.Quarantined, error)
+	// FindQuarantined looks an entry up by its id or a unique prefix of
+	// it (an error wrapping store.ErrAmbiguous when several match).
+	FindQuarantined(prefix string) (*store.Quarantined, error)
 	ChunksIn(state store.ChunkState, limit int) ([]store.Chunk, error)
 	// Deliveries, Redeliver and ListDeliveries are the sinks' outboxes
 	// (Redeliver: ErrNotFound, or ErrState with the reason).
@@ -62,6 +65,10 @@ type Options struct {
 	MaxSubmissionBytes int64
 	// Ready returns nil when the daemon is ready, else the reason.
 	Ready func() error
+	// Warnings, when set, returns problems that do not make the daemon
+	// unready (it still records webhooks) but that an operator looking at
+	// /readyz should see, e.g. a provider that answers 404 to everything.
+	Warnings func() []string
 	// Retention is how long the provider keeps results (RETENTION): a
 	// refetch after it is refused with 409 and the reason.
 	Retention time.Duration
@@ -79,6 +86,9 @@ type Options struct {
 	// served (the list reply shows it).
 	Payments        PaymentLog
 	PaymentsEnabled bool
+	// Rejected is the ring of rejected (401) deliveries; nil answers 404
+	// on its routes.
+	Rejected RejectedLog
 }
 
 // strangerBurst is how many lines a second strangers can cause here.
@@ -132,6 +142,8 @@ func New(o Options) (*Server, error) {
 	g.GET("/admin/backup", s.backup)
 	g.GET("/admin/payments/events", s.listPayments)
 	g.GET("/admin/payments/events/:seq", s.showPayment)
+	g.GET("/admin/rejected", s.listRejected)
+	g.GET("/admin/rejected/:id", s.showRejected)
 	s.echo = e
 	s.srv = httpserver.New("admin listener", &http.Server{Handler: e, ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10,
@@ -162,7 +174,7 @@ func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
 		token = tokenDigest(token) // both sides 32 bytes: the compare cannot leak the length
 		if !ok || subtle.ConstantTimeCompare([]byte(got), token) != 1 {
 			s.unauthorizedLog.Warn().Str("event", "admin_unauthorized").Str("remote_addr", c.Request().RemoteAddr).
-				Str("path", c.Request().URL.Path).Msg("admin request without a valid token")
+				Str("url_path", c.Request().URL.Path).Msg("admin request without a valid token")
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="batchhook"`)
 			return fail(c, http.StatusUnauthorized, "unauthorized")
 		}
@@ -178,6 +190,11 @@ func (s *Server) readyz(c echo.Context) error {
 	if err := s.o.Ready(); err != nil {
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "not_ready", "reason": err.Error()})
 	}
+	if s.o.Warnings != nil {
+		if w := s.o.Warnings(); len(w) > 0 {
+			return c.JSON(http.StatusOK, map[string]any{"status": "ready", "warnings": w})
+		}
+	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 }
 
@@ -192,6 +209,8 @@ func storeError(c echo.Context, err error) error {
 		return fail(c, http.StatusNotFound, "not_found")
 	case errors.Is(err, store.ErrState):
 		return fail(c, http.StatusConflict, err.Error())
+	case errors.Is(err, store.ErrAmbiguous):
+		return fail(c, http.StatusBadRequest, err.Error())
 	case errors.Is(err, store.ErrBadCursor):
 		return fail(c, http.StatusBadRequest, "bad_cursor")
 	default:

@@ -39,14 +39,14 @@ func (s *Server) backup(c echo.Context) error {
 	})
 	took := s.o.Now().Sub(start)
 	if err != nil {
-		s.o.Logger.Warn().Str("event", "backup_failed").Int64("bytes", n).Dur("took", took).Err(err).
+		s.o.Logger.Warn().Str("event", "backup_failed").Int64("bytes", n).Int64("took_ms", took.Milliseconds()).Err(err).
 			Msg("backup stream ended early (client gone, stalled, or store error)")
 		if resp.Committed {
 			return nil // headers are out: the short body tells the client
 		}
 		return storeError(c, err)
 	}
-	s.o.Logger.Info().Str("event", "backup_served").Int64("bytes", n).Dur("took", took).Msg("database backup streamed")
+	s.o.Logger.Info().Str("event", "backup_served").Int64("bytes", n).Int64("took_ms", took.Milliseconds()).Msg("database backup streamed")
 	return nil
 }
 

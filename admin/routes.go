@@ -22,7 +22,10 @@ type BatchView struct {
 	TotalFound     *int64     `json:"total_found"`
 	TotalNotFound  *int64     `json:"total_not_found"`
 	CompletedAt    *time.Time `json:"completed_at"`
-	ReceivedAt     time.Time  `json:"received_at"`
+	// ReceivedAt is when the batch.completed (or the poll that found the
+	// batch final) was recorded; omitted while none was: a submitted or
+	// tracked batch shows submitted_at instead.
+	ReceivedAt     time.Time  `json:"received_at,omitzero"`
 	Attempt        int        `json:"delivery_attempt"`
 	Flags          []string   `json:"flags,omitempty"`
 	Pages          int64      `json:"pages"`
@@ -155,6 +158,8 @@ type QuarantineView struct {
 	ErasedBy string `json:"erased_by,omitempty"`
 	// Product is the webhook that received it: batch or payments.
 	Product string `json:"product"`
+	// BatchID is the body's batch_id when it could be read safely.
+	BatchID string `json:"batch_id,omitempty"`
 }
 
 // productOf names an entry's product; entries of the batch webhook (and
@@ -177,17 +182,18 @@ func (s *Server) listQuarantine(c echo.Context) error {
 	}
 	out := listReply[QuarantineView]{Items: make([]QuarantineView, 0, len(entries)), NextCursor: next}
 	for _, q := range entries {
-		out.Items = append(out.Items, QuarantineView{ID: q.ID, Reason: q.Reason, Attempt: q.Attempt, ReceivedAt: q.ReceivedAt, Product: productOf(q)})
+		out.Items = append(out.Items, QuarantineView{ID: q.ID, Reason: q.Reason, Attempt: q.Attempt, ReceivedAt: q.ReceivedAt, Product: productOf(q), BatchID: q.BatchID})
 	}
 	return c.JSON(http.StatusOK, out)
 }
 
 func (s *Server) showQuarantine(c echo.Context) error {
-	q, err := s.o.Store.GetQuarantined(c.Param("id"))
+	q, err := s.findQuarantined(c.Param("id"))
 	if err != nil {
 		return storeError(c, err)
 	}
-	v := QuarantineView{ID: q.ID, Reason: q.Reason, Attempt: q.Attempt, ReceivedAt: q.ReceivedAt, Body: string(q.Raw), ErasedBy: q.ErasedBy, Product: productOf(*q)}
+	v := QuarantineView{ID: q.ID, Reason: q.Reason, Attempt: q.Attempt, ReceivedAt: q.ReceivedAt, Body: string(q.Raw), ErasedBy: q.ErasedBy,
+		Product: productOf(*q), BatchID: q.BatchID}
 	if q.Product == store.ProductPayments {
 		// A payments body may hold names, CPFs and e-mails, which no
 		// route but the backup serves; its id is its SHA-256.

@@ -110,6 +110,12 @@ type Config struct {
 	// a size such as 256MiB; "0" or "off" leaves the runtime's default
 	// (which honours GOMEMLIMIT). Read it with MemoryLimitBytes.
 	MemoryLimit string `split_words:"true" default:"256MiB"`
+	// TrustedProxies: comma CIDRs of reverse proxies whose forwarding
+	// headers name the logged sender (proxies.go).
+	TrustedProxies string `split_words:"true"`
+	// RejectedKeep is how many rejected (401) deliveries are kept for
+	// `batchhook verify --rejected` (0 keeps none).
+	RejectedKeep int `split_words:"true" default:"100"`
 
 	// Downstream delivery (issue 11, sinks.go). Sinks is a comma list of
 	// file, http, exec, kafka, nats.
@@ -200,6 +206,9 @@ func Load() (*Config, error) {
 	if err := c.checkDirs(); err != nil {
 		return nil, err
 	}
+	if w := baseURLWarning(c.APIBaseURL); w != nil {
+		c.Warnings = append(c.Warnings, *w)
+	}
 	return &c, nil
 }
 
@@ -266,11 +275,15 @@ func (c *Config) Validate() error {
 		{c.LogFormat == "json" || c.LogFormat == "console", "LOG_FORMAT", "must be json or console"},
 		{c.MaxConnections >= 1 && c.MaxConnections <= 1_000_000, "MAX_CONNECTIONS", "must be between 1 and 1000000"},
 		{validMemoryLimit(c.MemoryLimit), "MEMORY_LIMIT", "must be a size of at least 32MiB such as 256MiB or 1GiB, or 0/off for none"},
+		{c.RejectedKeep >= 0 && c.RejectedKeep <= 10000, "REJECTED_KEEP", "must be between 0 (keep none) and 10000"},
 	}
 	for _, ch := range checks {
 		if !ch.ok {
 			return fmt.Errorf("%s: %s", Var(ch.name), ch.want)
 		}
+	}
+	if _, err := c.TrustedProxyNets(); err != nil {
+		return err
 	}
 	if err := c.validatePayments(); err != nil {
 		return err

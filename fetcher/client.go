@@ -40,6 +40,10 @@ type ClientOptions struct {
 	// HTTP is the client to use; nil means a default with no overall timeout
 	// (Timeout above applies per request).
 	HTTP *http.Client
+	// Observe, when set, is told every request's HTTP status (0 when no
+	// response came) and its URL without the query (scheme://host/path), so
+	// a base URL that gets 404 for everything can be noticed.
+	Observe func(status int, url string)
 }
 
 // Client reads result pages from the provider.
@@ -112,36 +116,48 @@ func (c *Client) get(ctx context.Context, batchID, cursor string, limit int) ([]
 	if cursor != "" {
 		q.Set(c.opts.CursorParam, cursor)
 	}
+	shown := u.String() // no query yet: the cursor is the provider's opaque data
 	u.RawQuery = q.Encode()
 
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return nil, 0, &Error{Kind: KindRejected, Err: fmt.Errorf("build request: %w", err)}
+		return nil, 0, &Error{Kind: KindRejected, URL: shown, Err: fmt.Errorf("build request: %w", err)}
 	}
 	req.Header.Set("Authorization", "Bearer "+string(c.opts.APIKey()))
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.opts.HTTP.Do(req)
 	if err != nil {
-		return nil, 0, &Error{Kind: KindTransient, Err: fmt.Errorf("request: %w", redactURL(err))}
+		c.observe(0, shown)
+		return nil, 0, &Error{Kind: KindTransient, URL: shown, Err: fmt.Errorf("request: %w", redactURL(err))}
 	}
+	c.observe(resp.StatusCode, shown)
 	defer func() {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
 	}()
 	if resp.StatusCode != http.StatusOK {
-		return nil, resp.StatusCode, classify(resp)
+		e := classify(resp)
+		e.URL = shown
+		return nil, resp.StatusCode, e
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, c.opts.MaxPageBytes+1))
 	if err != nil {
-		return nil, resp.StatusCode, &Error{Kind: KindTransient, Status: resp.StatusCode, Err: fmt.Errorf("read body: %w", err)}
+		return nil, resp.StatusCode, &Error{Kind: KindTransient, Status: resp.StatusCode, URL: shown, Err: fmt.Errorf("read body: %w", err)}
 	}
 	if int64(len(body)) > c.opts.MaxPageBytes {
-		return nil, resp.StatusCode, &Error{Kind: KindProtocol, Status: resp.StatusCode,
+		return nil, resp.StatusCode, &Error{Kind: KindProtocol, Status: resp.StatusCode, URL: shown,
 			Err: fmt.Errorf("page larger than %d bytes (BATCHHOOK_MAX_PAGE_BYTES)", c.opts.MaxPageBytes)}
 	}
 	return body, resp.StatusCode, nil
+}
+
+// observe reports one request to Observe, when set.
+func (c *Client) observe(status int, url string) {
+	if c.opts.Observe != nil {
+		c.opts.Observe(status, url)
+	}
 }
 
 // classify turns a non-200 reply into an Error. The response body is not

@@ -37,15 +37,26 @@ type Error struct {
 	Status int
 	// RetryAfter is the provider's Retry-After, 0 when absent.
 	RetryAfter time.Duration
-	Err        error
+	// URL is the requested address without its query (scheme://host/path):
+	// it names what was asked for, so a wrong BATCHHOOK_API_BASE_URL shows
+	// in the error, and it never carries the API key or the cursor.
+	URL string
+	Err error
 	// restart: the pages staged so far cannot be trusted; they are
 	// dropped and the batch starts again from the first page.
 	restart bool
 }
 
 func (e *Error) Error() string {
+	where := ""
+	if e.URL != "" {
+		where = " from GET " + e.URL
+	}
 	if e.Status != 0 {
-		return fmt.Sprintf("%s (HTTP %d): %v", e.Kind, e.Status, e.Err)
+		return fmt.Sprintf("%s (HTTP %d%s): %v", e.Kind, e.Status, where, e.Err)
+	}
+	if where != "" {
+		return fmt.Sprintf("%s (GET %s): %v", e.Kind, e.URL, e.Err)
 	}
 	return fmt.Sprintf("%s: %v", e.Kind, e.Err)
 }
@@ -59,3 +70,6 @@ func kindOf(err error) (Kind, time.Duration) {
 	}
 	return KindLocal, 0
 }
+
+// Kinds lists every Kind (the metrics start each at 0).
+var Kinds = []Kind{KindTransient, KindAuth, KindNotFound, KindRejected, KindProtocol, KindLocal}

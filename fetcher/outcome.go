@@ -116,7 +116,7 @@ func (f *Fetcher) retry(ctx context.Context, log zerolog.Logger, b *store.Batch,
 		ev = log.Error()
 	}
 	ev.Str("event", name).Str("kind", string(kind)).Err(err).Int("attempt", b.FetchAttempts+1).
-		Dur("retry_in_ms", delay).Bool("from_first_page", restart).Msg("fetch failed; will retry")
+		Int64("retry_in_ms", delay.Milliseconds()).Bool("from_first_page", restart).Msg("fetch failed; will retry")
 }
 
 // discard removes the batch's staging; a failure is logged, not fatal (the
@@ -144,7 +144,7 @@ func (f *Fetcher) persist(ctx context.Context, log zerolog.Logger, event string,
 			return false
 		}
 		wait := backoff.Delay(attempt, storeRetryBase, storeRetryMax, 0, f.o.Jitter())
-		log.Error().Str("event", event).Err(err).Int("attempt", attempt).Dur("retry_in_ms", wait).
+		log.Error().Str("event", event).Err(err).Int("attempt", attempt).Int64("retry_in_ms", wait.Milliseconds()).
 			Msg("could not record the batch's next state; retrying")
 		timer := time.NewTimer(wait)
 		select {

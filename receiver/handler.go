@@ -94,15 +94,22 @@ func (s *Server) prologue(c echo.Context, ep endpoint) (in *inbound, outcome str
 	}
 	reqID := newRequestID()
 	c.Response().Header().Set("X-Request-Id", reqID)
-	lc := s.opts.Logger.With().Str("request_id", reqID).Str("remote_addr", req.RemoteAddr).Int("attempt", attempt(req))
+	remote, proxy := s.remoteAddr(req)
+	lc := s.opts.Logger.With().Str("request_id", reqID).Str("remote_addr", remote).Int("delivery_attempt", attempt(req))
+	if proxy != "" {
+		lc = lc.Str("proxy_addr", proxy)
+	}
 	if ep.product != "" {
 		lc = lc.Str("product", ep.product)
 	}
 	log := lc.Logger()
 	// A line anyone can cause, sampled (nil, a no-op, when dropped).
 	stranger := func(event string) *zerolog.Event {
-		e := s.strangers[event].Warn().Str("request_id", reqID).Str("remote_addr", req.RemoteAddr).
-			Int("attempt", attempt(req)).Str("event", event)
+		e := s.strangers[event].Warn().Str("request_id", reqID).Str("remote_addr", remote).
+			Int("delivery_attempt", attempt(req)).Str("event", event)
+		if proxy != "" {
+			e = e.Str("proxy_addr", proxy)
+		}
 		if ep.product != "" {
 			e = e.Str("product", ep.product)
 		}
@@ -134,8 +141,12 @@ func (s *Server) prologue(c echo.Context, ep endpoint) (in *inbound, outcome str
 	body := *buf
 	if reason := signature.Verify(ep.secret(), body, req.Header.Get(signature.Header)); reason != signature.OK {
 		sum := sha256.Sum256(body)
+		line := stranger(ep.rejected)
+		if line != nil { // sampled in: the log budget also bounds what is kept
+			s.keepRejected(c, ep, body, sum, string(reason), remote)
+		}
 		s.bufs.put(buf)
-		stranger(ep.rejected).Str("reason", string(reason)).
+		line.Str("reason", string(reason)).Str("explanation", reason.Explain()).
 			Int("body_len", len(body)).Str("body_sha256", hex.EncodeToString(sum[:])).
 			Msg("webhook signature rejected")
 		return nil, outcomeUnauthorized, fail(c, http.StatusUnauthorized, "invalid_signature")
@@ -143,7 +154,8 @@ func (s *Server) prologue(c echo.Context, ep endpoint) (in *inbound, outcome str
 	// From here on the body is genuine.
 	if enc := req.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
 		s.bufs.put(buf)
-		log.Warn().Str("event", "webhook_unsupported_encoding").Msg("signed webhook with a Content-Encoding")
+		log.Warn().Str("event", "webhook_unsupported_encoding").Str("content_encoding", truncate(enc)).
+			Msg("signed webhook with a Content-Encoding other than identity: 415 (batchhook reads bodies as sent)")
 		return nil, outcomeUnsupported, fail(c, http.StatusUnsupportedMediaType, "unsupported_content_encoding")
 	}
 	return &inbound{body: body, buf: buf, log: log, attempt: attempt(req)}, "", nil
@@ -202,6 +214,9 @@ func (s *Server) quarantine(c echo.Context, log zerolog.Logger, body []byte, cau
 		ID: hex.EncodeToString(sum[:]), Reason: cause.Error(), Attempt: attempt(c.Request()),
 		ReceivedAt: s.opts.Now().UTC(), Raw: bytes.Clone(body), Product: product,
 	}
+	if product == "" {
+		q.BatchID = readableBatchID(body)
+	}
 	save := s.opts.Store.Quarantine
 	if product == store.ProductPayments {
 		save = s.opts.Payments.Store.Quarantine
@@ -212,6 +227,9 @@ func (s *Server) quarantine(c echo.Context, log zerolog.Logger, body []byte, cau
 	ev := log.Error().Str("event", "webhook_invalid")
 	if product == store.ProductPayments {
 		ev = log.Error().Str("event", "payment_invalid")
+	}
+	if q.BatchID != "" {
+		ev = ev.Str("batch_id", q.BatchID)
 	}
 	ev.Str("reason", cause.Error()).Str("quarantine_id", q.ID).Msg("signed webhook failed validation; kept in quarantine")
 	return outcomeInvalid, fail(c, http.StatusBadRequest, cause.Error())

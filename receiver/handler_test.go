@@ -148,7 +148,7 @@ func TestAcceptThenDuplicate(t *testing.T) {
 	if again.Notification.Attempt != 1 || !again.UpdatedAt.Equal(rec.UpdatedAt) {
 		t.Fatalf("replay changed the record: %+v", again)
 	}
-	if !strings.Contains(e.logs.String(), `"event":"webhook_duplicate"`) || !strings.Contains(e.logs.String(), `"attempt":2`) {
+	if !strings.Contains(e.logs.String(), `"event":"webhook_duplicate"`) || !strings.Contains(e.logs.String(), `"delivery_attempt":2`) {
 		t.Fatalf("duplicate not logged with its attempt:\n%s", e.logs.String())
 	}
 }
@@ -261,6 +261,9 @@ func TestSizeEncodingMethodAndPath(t *testing.T) {
 	h["Content-Encoding"] = "gzip"
 	if r := e.post(t, testPath, b, h); r.code != 415 {
 		t.Errorf("gzip-encoded: %d, want 415", r.code)
+	}
+	if !strings.Contains(e.logs.String(), `"event":"webhook_unsupported_encoding","content_encoding":"gzip"`) {
+		t.Errorf("the 415 line does not name the encoding:\n%s", e.logs.String())
 	}
 	if r := e.post(t, "/elsewhere", b, signed(b)); r.code != 404 || r.body["error"] != "not_found" {
 		t.Errorf("other path: %d %v, want 404", r.code, r.body)
@@ -432,7 +435,7 @@ func TestRejectionLogCarriesTheAttempt(t *testing.T) {
 	e := start(t, nil)
 	b := body("b_att", "completed")
 	e.post(t, testPath, b, map[string]string{signature.Header: "bad", "X-Service-Attempt": "3"})
-	if !strings.Contains(e.logs.String(), `"attempt":3`) {
+	if !strings.Contains(e.logs.String(), `"delivery_attempt":3`) {
 		t.Fatalf("rejection line lacks the attempt:\n%s", e.logs.String())
 	}
 }

@@ -234,7 +234,7 @@ func TestPaymentAcceptedThenDuplicate(t *testing.T) {
 		t.Fatalf("status change: %+v, want accepted seq 2", r)
 	}
 	logs := e.logs.String()
-	for _, want := range []string{`"event":"payment_accepted"`, `"event":"payment_duplicate"`, `"seq":1`, `"attempt":2`,
+	for _, want := range []string{`"event":"payment_accepted"`, `"event":"payment_duplicate"`, `"seq":1`, `"delivery_attempt":2`,
 		`"body_sha256":"` + sha(b) + `"`, `"webhook_event":"transaction.paid"`, `"product":"payments"`} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("logs lack %s", want)

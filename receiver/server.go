@@ -93,6 +93,14 @@ type Options struct {
 	// Payments serves the payments webhook on the same listener (issue
 	// 13); nil leaves its path a 404.
 	Payments *PaymentOptions
+	// TrustedProxies are the peers whose X-Forwarded-For / X-Real-IP name
+	// the sender logged as remote_addr (BATCHHOOK_TRUSTED_PROXIES); empty
+	// = the headers are ignored.
+	TrustedProxies []*net.IPNet
+	// KeepRejected, when set, is handed the rejected (401) deliveries
+	// whose log line the sampler let through (store.Rejected, body capped
+	// at store.MaxRejectedBody). It must not block: the 401 waits for it.
+	KeepRejected func(store.Rejected)
 }
 
 // Observer receives one call per webhook request. The outcomes are
@@ -117,6 +125,9 @@ type Server struct {
 	bufs      *buffers
 	// unknownSlots bounds bodies without Content-Length read at once.
 	unknownSlots chan struct{}
+	// clientIP reads the sender a trusted proxy names (proxy.go); nil
+	// when no proxy is trusted.
+	clientIP echo.IPExtractor
 }
 
 // New checks opts and builds the server; it does not listen yet.
@@ -152,6 +163,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		opts: opts, strangers: map[string]*zerolog.Logger{},
 		bufs: newBuffers(opts.MaxBodyBytes + 1), unknownSlots: make(chan struct{}, unknownLengthSlots),
+		clientIP: clientIP(opts.TrustedProxies),
 	}
 	for _, event := range []string{eventRejected, eventTooLarge, eventReadFailed, eventPaymentRejected} {
 		l := sampler.Logger(opts.Logger, event)

@@ -117,7 +117,8 @@ func mergeChunks(old, add []ErasedChunk) []ErasedChunk {
 	return out
 }
 
-// EraseBodies replaces by a tombstone every quarantined or audit body in
+// EraseBodies replaces by a tombstone every quarantined, audit or kept
+// rejected (401) body in
 // which a CPF-shaped run (11 digits, or 000.000.000-00) matches: the raw
 // bytes go, the entry and its id (the SHA-256 of the body) stay, with
 // ErasedBy naming the erasure. One transaction, noted in erasure id. The
@@ -129,7 +130,7 @@ func (s *Store) EraseBodies(id string, match func(digits string) bool) ([]Erased
 		for _, kind := range []struct {
 			name   string
 			bucket []byte
-		}{{"quarantine", bucketQuarantine}, {"audit", bucketEvents}} {
+		}{{"quarantine", bucketQuarantine}, {"audit", bucketEvents}, {"rejected", bucketRejected}} {
 			b := tx.Bucket(kind.bucket)
 			var hits [][]byte
 			err := b.ForEach(func(k, v []byte) error {

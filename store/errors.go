@@ -28,3 +28,7 @@ var ErrFailed = errors.New("store failed after a commit error; batchhook must re
 // link: it is refused, never followed (a planted link would put the
 // database, and its mode, wherever the link points).
 var ErrSymlink = errors.New("database file is a symbolic link; refusing to follow it")
+
+// ErrAmbiguous is returned by FindQuarantined when more than one entry's id
+// starts with the prefix asked for.
+var ErrAmbiguous = errors.New("ambiguous id prefix")

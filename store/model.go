@@ -179,6 +179,9 @@ type Quarantined struct {
 	// (entries older than the payments product have none), ProductPayments
 	// for the payments webhook. Both share one list (DECISIONS 29).
 	Product string `json:"product,omitempty"`
+	// BatchID is the body's batch_id when one could be read and is safe
+	// (CheckBatchID), so an operator can track the batch; empty otherwise.
+	BatchID string `json:"batch_id,omitempty"`
 }
 
 // ProductPayments tags what came through the payments webhook (issue 13).

@@ -89,7 +89,8 @@ func open(dir string, lockTimeout time.Duration, openFile func(string, int, os.F
 		for _, name := range [][]byte{bucketBatches, bucketDue, bucketQuarantine, bucketEvents, bucketCreated, bucketPending, bucketCounts,
 			bucketSubmissions, bucketChunks, bucketChunkQueue, bucketChunkCounts, bucketSent, bucketPolls, bucketAwaiting,
 			bucketDeliveries, bucketDeliveryDue, bucketDeliveryQueued, bucketDeliveryState, bucketDeliveryCounts, bucketExportRemovals,
-			bucketPaymentEvents, bucketPaymentBodies, bucketPaymentDedup, bucketPaymentCursors, bucketPaymentFailed} {
+			bucketPaymentEvents, bucketPaymentBodies, bucketPaymentDedup, bucketPaymentCursors, bucketPaymentFailed,
+			bucketRejected} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}

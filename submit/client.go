@@ -79,6 +79,10 @@ type ClientOptions struct {
 	APIKey  func() []byte
 	Timeout time.Duration // one request, reply included
 	HTTP    *http.Client  // nil = no redirects followed, no kept-alive connections
+	// Observe, when set, is told every request's HTTP status (0 when no
+	// response came) and its URL (scheme://host/path), so a base URL that
+	// gets 404 for everything can be noticed.
+	Observe func(status int, url string)
 }
 
 // Client sends chunks to the provider.
@@ -133,8 +137,15 @@ func (c *Client) Submit(ctx context.Context, cpfs []string) Result {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.o.HTTP.Do(req)
+	if c.o.Observe != nil {
+		code := 0
+		if err == nil {
+			code = resp.StatusCode
+		}
+		c.o.Observe(code, c.url)
+	}
 	if err != nil {
-		reason := "request: " + redact(err)
+		reason := "POST " + c.url + ": " + redact(err)
 		if !wrote.Load() {
 			return Result{Outcome: OutcomeNotSent, Reason: reason}
 		}
@@ -142,12 +153,15 @@ func (c *Client) Submit(ctx context.Context, cpfs []string) Result {
 	}
 	defer resp.Body.Close()
 	reply, err := io.ReadAll(io.LimitReader(resp.Body, maxReplyBytes+1))
-	return classify(resp, reply, err)
+	return classify(resp, reply, err, c.url)
 }
 
-func classify(resp *http.Response, reply []byte, readErr error) Result {
+// classify turns the provider's answer into a Result whose Reason names
+// the status and the URL asked (a 404 for every chunk usually means a wrong
+// BATCHHOOK_API_BASE_URL, and the URL shows it).
+func classify(resp *http.Response, reply []byte, readErr error, url string) Result {
 	code := resp.StatusCode
-	status := fmt.Sprintf("HTTP %d", code)
+	status := fmt.Sprintf("HTTP %d from POST %s", code, url)
 	switch {
 	case code/100 == 2:
 		if readErr != nil {
@@ -192,12 +206,12 @@ func errorMember(reply []byte) string {
 	return ": " + strconv.Quote(msg)
 }
 
-// redact drops the URL from a transport error (it is the configured base
-// URL, harmless, but errors stay short and uniform).
+// redact drops the operation and URL from a transport error: the caller
+// names them once, without a query, in its own words.
 func redact(err error) string {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return ue.Op + ": " + ue.Err.Error()
+		return ue.Err.Error()
 	}
 	return err.Error()
 }

@@ -159,18 +159,18 @@ func (r *Reconciler) poll(ctx context.Context, b *store.Batch, now time.Time) er
 	}
 	delay := backoff.Delay(b.PollAttempts+1, r.o.BackoffBase, r.o.BackoffMax, 0, r.o.Jitter())
 	if errors.Is(err, ErrUnknownBatch) && r.o.NotFoundGrace > 0 && now.Sub(start) > r.o.NotFoundGrace {
-		reason := fmt.Sprintf("the provider still does not know the batch %s after it was submitted or tracked (BATCHHOOK_NOT_FOUND_GRACE): %v",
-			r.o.NotFoundGrace, err)
+		reason := fmt.Sprintf("%v; still not found %s after it was submitted or tracked (BATCHHOOK_NOT_FOUND_GRACE)",
+			err, r.o.NotFoundGrace)
 		log.Error().Str("event", "batch_abandoned").Str("reason", reason).Msg("batch abandoned")
 		return r.o.Queue.AbandonAwaiting(b.ID, reason, now)
 	}
 	if err != nil {
-		log.Warn().Str("event", "poll_failed").Err(err).Int("attempt", b.PollAttempts+1).Dur("retry_in", delay).
+		log.Warn().Str("event", "poll_failed").Err(err).Int("attempt", b.PollAttempts+1).Int64("retry_in_ms", delay.Milliseconds()).
 			Msg("could not read the batch's status; polling again later")
 		return r.o.Queue.PollLater(b.ID, now.Add(delay), "poll: "+err.Error(), now)
 	}
 	if !isFinal(status) {
-		log.Debug().Str("event", "poll_not_final").Str("status", shownStatus(status)).Dur("retry_in", delay).Msg("batch not final yet")
+		log.Debug().Str("event", "poll_not_final").Str("status", shownStatus(status)).Int64("retry_in_ms", delay.Milliseconds()).Msg("batch not final yet")
 		return r.o.Queue.PollLater(b.ID, now.Add(delay), "", now)
 	}
 	created, err := r.o.Queue.Record(store.Notification{Event: "batch.completed", BatchID: b.ID, Status: status,

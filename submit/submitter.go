@@ -285,7 +285,7 @@ func (s *Submitter) settle(ctx context.Context, c *store.Chunk, res Result) (tim
 		delay := backoff.Delay(s.failures, s.o.BackoffBase, s.o.BackoffMax, res.RetryAfter, s.o.Jitter())
 		s.pause, s.authHold = now.Add(delay), res.Outcome == OutcomeAuth
 		log.Warn().Str("event", "chunk_retry").Str("reason", res.Reason).Int("attempt", c.Attempts+1).
-			Dur("retry_in", delay).Msg("chunk not accepted; it waits and is sent again")
+			Int64("retry_in_ms", delay.Milliseconds()).Msg("chunk not accepted; it waits and is sent again")
 		return delay, s.retryStore(ctx, log, func() error {
 			return s.o.Queue.ChunkRequeue(c.Seq, c.Index, res.Reason, res.Outcome != OutcomeNotSent, now)
 		})
@@ -313,7 +313,7 @@ func (s *Submitter) retryStore(ctx context.Context, log zerolog.Logger, move fun
 			return fmt.Errorf("record chunk outcome: %w", err)
 		}
 		delay := backoff.Delay(attempt, s.o.BackoffBase, s.o.BackoffMax, 0, s.o.Jitter())
-		log.Error().Str("event", "submit_store_error").Err(err).Dur("retry_in", delay).
+		log.Error().Str("event", "submit_store_error").Err(err).Int64("retry_in_ms", delay.Milliseconds()).
 			Msg("could not record the chunk's outcome; retrying before anything else is sent")
 		if ctx.Err() != nil || !s.o.Sleep(ctx, delay) {
 			return fmt.Errorf("record chunk outcome (stopped before the store took it): %w", errors.Join(err, ctx.Err()))

@@ -213,7 +213,7 @@ func batches(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(tw, "BATCH\tSTATE\tSTATUS\tPAGES\tITEMS\tRECEIVED\tLAST ERROR")
 		for _, b := range page.Items {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", b.ID, b.State, b.Status, b.Pages, b.Items,
-				b.ReceivedAt.UTC().Format(time.RFC3339), oneLine(b.LastError, 60))
+				timeOrDash(b.ReceivedAt), oneLine(b.LastError, 60))
 		}
 		tw.Flush()
 		if page.NextCursor != "" {
@@ -240,14 +240,23 @@ func batches(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	tw := tabwriter.NewWriter(stdout, 0, 2, 2, ' ', 0)
 	rows := [][2]string{
 		{"batch", b.ID}, {"state", b.State}, {"status", b.Status}, {"source", b.Source},
-		{"received", b.ReceivedAt.UTC().Format(time.RFC3339)}, {"delivery attempt", fmt.Sprint(b.Attempt)},
-		{"pages", fmt.Sprint(b.Pages)}, {"items", fmt.Sprint(b.Items)}, {"fetch attempts", fmt.Sprint(b.FetchAttempts)},
 	}
+	// A submitted or tracked batch has received nothing yet: no
+	// received row, its submitted (or tracked) time below instead.
+	if !b.ReceivedAt.IsZero() {
+		rows = append(rows, [2]string{"received", b.ReceivedAt.UTC().Format(time.RFC3339)}, [2]string{"delivery attempt", fmt.Sprint(b.Attempt)})
+	}
+	rows = append(rows, [2]string{"pages", fmt.Sprint(b.Pages)}, [2]string{"items", fmt.Sprint(b.Items)},
+		[2]string{"fetch attempts", fmt.Sprint(b.FetchAttempts)})
 	if b.NextAttemptAt != nil {
 		rows = append(rows, [2]string{"next attempt", b.NextAttemptAt.UTC().Format(time.RFC3339)})
 	}
 	if b.SubmittedAt != nil {
-		rows = append(rows, [2]string{"submitted", b.SubmittedAt.UTC().Format(time.RFC3339)})
+		label := "submitted"
+		if b.SubmissionID == "" {
+			label = "tracked" // SubmittedAt is when an operator began tracking it
+		}
+		rows = append(rows, [2]string{label, b.SubmittedAt.UTC().Format(time.RFC3339)})
 	}
 	if b.SubmissionID != "" {
 		rows = append(rows, [2]string{"submission", fmt.Sprintf("%s (%d CPFs)", b.SubmissionID, b.CPFCount)})
@@ -295,7 +304,8 @@ const quarantineUsage = `Usage:
   batchhook quarantine list [--limit N] [--cursor C] [--json] [--admin URL]
   batchhook quarantine show ID [--json] [--admin URL]
 
-Signed deliveries that failed validation (400), with the reason. Same
+Signed deliveries that failed validation (400), with the reason. ID may be
+the first few digits of an entry's id, when no other entry starts so. Same
 environment as "batchhook batches".
 `
 
@@ -352,6 +362,7 @@ func quarantine(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		ReceivedAt time.Time `json:"received_at"`
 		Body       string    `json:"body"`
 		Product    string    `json:"product"`
+		BatchID    string    `json:"batch_id"`
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 2, 2, ' ', 0)
 	if sub == "show" {
@@ -363,9 +374,14 @@ func quarantine(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		if e.Product == "payments" {
 			body = "(not shown: a payments body may hold personal data)"
 		}
-		fmt.Fprintf(tw, "id:\t%s\nproduct:\t%s\nreason:\t%s\nreceived:\t%s\ndelivery attempt:\t%d\nbody:\t%s\n", e.ID, e.Product,
-			e.Reason, e.ReceivedAt.UTC().Format(time.RFC3339), e.Attempt, body)
+		fmt.Fprintf(tw, "id:\t%s\nproduct:\t%s\nreason:\t%s\nreceived:\t%s\ndelivery attempt:\t%d\n", e.ID, e.Product,
+			e.Reason, e.ReceivedAt.UTC().Format(time.RFC3339), e.Attempt)
+		if e.BatchID != "" {
+			fmt.Fprintf(tw, "batch id:\t%s\n", e.BatchID)
+		}
+		fmt.Fprintf(tw, "body:\t%s\n", body)
 		tw.Flush()
+		fmt.Fprintf(stdout, "\nnext step: %s\n", quarantineNextStep(e.Product, e.BatchID))
 		return 0
 	}
 	var page struct {
@@ -375,9 +391,9 @@ func quarantine(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err := json.Unmarshal(raw, &page); err != nil {
 		return exitOf(fmt.Errorf("decode reply: %w", err), stderr)
 	}
-	fmt.Fprintln(tw, "ID\tPRODUCT\tRECEIVED\tREASON")
+	fmt.Fprintln(tw, "ID\tPRODUCT\tBATCH\tRECEIVED\tREASON")
 	for _, e := range page.Items {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.ID, e.Product, e.ReceivedAt.UTC().Format(time.RFC3339), oneLine(e.Reason, 80))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.ID, e.Product, orDash(e.BatchID), e.ReceivedAt.UTC().Format(time.RFC3339), oneLine(e.Reason, 80))
 	}
 	tw.Flush()
 	if page.NextCursor != "" {

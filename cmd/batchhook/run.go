@@ -26,6 +26,7 @@ Usage:
   batchhook batches list|show|refetch|redeliver   inspect batches, refetch or redeliver one (admin API)
   batchhook deliveries list --state S   deliveries to the sinks by state (failed, pending, delivered)
   batchhook quarantine list|show  signed deliveries rejected by validation (admin API)
+  batchhook rejected list|show    the last deliveries refused with 401, for verify --rejected (admin API)
   batchhook payments list|show    the payment event log: metadata and deliveries, never bodies (admin API)
   batchhook submit FILE|-         submit a file of CPFs through the daemon, within the provider's limits
   batchhook submissions show|unknown   a submission's batches; chunks left submit_unknown
@@ -64,6 +65,8 @@ func run(ctx context.Context, args []string, e env) int {
 		return quarantine(ctx, args[1:], e.stdout, e.stderr)
 	case "payments":
 		return paymentsCmd(ctx, args[1:], e.stdout, e.stderr)
+	case "rejected":
+		return rejectedCmd(ctx, args[1:], e.stdout, e.stderr)
 	case "deliveries":
 		return deliveriesCmd(ctx, args[1:], e.stdout, e.stderr)
 	case "submit":

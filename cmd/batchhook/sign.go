@@ -17,13 +17,16 @@ import (
 const signUsage = `Usage:
   batchhook sign --secret-file F [BODY_FILE|-]
   batchhook verify --secret-file F --signature S [BODY_FILE|-]
+  batchhook verify --secret-file F --rejected ID [--admin URL]
 
 sign prints the x-service-webhook-signature value for a body: Base64 of the
 lowercase hex HMAC-SHA256 (88 characters). verify says whether a signature
 is valid for a body and, if not, why (a 44-character value is the raw digest
 encoded; a sha256= prefix is not part of the scheme). The body is read byte
 for byte from the file or standard input; the secret file loses one final
-line ending, like BATCHHOOK_SIGNING_SECRET_FILE.
+line ending, like BATCHHOOK_SIGNING_SECRET_FILE. With --rejected, the body
+and signature are a kept rejected delivery's (batchhook rejected list),
+read through the admin API.
 `
 
 // readBody reads the body argument: a file, or standard input for "-" or none.
@@ -64,22 +67,14 @@ func signCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
-var reasonText = map[signature.Reason]string{
-	signature.Missing:      "no signature given",
-	signature.Prefixed:     `the value has a "sha256=" prefix; the header holds the Base64 value alone`,
-	signature.RawDigest:    "44 characters: the raw 32-byte digest was Base64-encoded; the scheme encodes its 64-character lowercase hex text (88 characters)",
-	signature.WrongLength:  "wrong length: a valid value has 88 characters",
-	signature.NotBase64:    "not standard padded Base64",
-	signature.UppercaseHex: "the hex digest was uppercase before Base64; the scheme uses lowercase",
-	signature.Mismatch:     "does not match this body and secret (other secret, or the body changed: spacing and key order count)",
-}
-
 func verifyCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, signUsage); fs.PrintDefaults() }
 	secretFile := fs.String("secret-file", "", "file holding the signing secret (required)")
-	sig := fs.String("signature", "", "the x-service-webhook-signature value to check (required)")
+	sig := fs.String("signature", "", "the x-service-webhook-signature value to check (required without --rejected)")
+	rejected := fs.String("rejected", "", "check the kept rejected delivery ID instead (batchhook rejected list)")
+	admin := fs.String("admin", "", "with --rejected: admin API URL (default $BATCHHOOK_ADMIN_URL or "+config.DefaultAdminURL+")")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return 2
@@ -93,6 +88,13 @@ func verifyCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "batchhook verify: %v\n", err)
 		return 1
 	}
+	if *rejected != "" {
+		if *sig != "" || len(pos) > 0 {
+			fmt.Fprintln(stderr, "batchhook verify: --rejected takes the body and signature from the kept delivery; give neither")
+			return 2
+		}
+		return verifyRejected(*rejected, secret, *admin, stdout, stderr)
+	}
 	body, err := readBody(pos, stdin)
 	if err != nil {
 		fmt.Fprintf(stderr, "batchhook verify: read body: %v\n", err)
@@ -103,7 +105,7 @@ func verifyCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "valid")
 		return 0
 	}
-	fmt.Fprintf(stdout, "invalid: %s (%s)\n", reasonText[reason], reason)
+	fmt.Fprintf(stdout, "invalid: %s (%s)\n", reason.Explain(), reason)
 	return 1
 }
 

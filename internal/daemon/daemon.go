@@ -22,6 +22,8 @@ import (
 	"github.com/batchhook/batchhook/export"
 	"github.com/batchhook/batchhook/fetcher"
 	"github.com/batchhook/batchhook/internal/metrics"
+	"github.com/batchhook/batchhook/internal/providerwatch"
+	"github.com/batchhook/batchhook/internal/rejectkeep"
 	"github.com/batchhook/batchhook/receiver"
 	"github.com/batchhook/batchhook/sink"
 	"github.com/batchhook/batchhook/sink/dispatch"
@@ -86,6 +88,9 @@ type Daemon struct {
 	// fatal carries the store's failure: the daemon can no longer serve
 	// and its process must exit for the supervisor to restart it.
 	fatal chan error
+	// provider watches the provider's answers for a base URL that
+	// cannot be right (404 to everything): a metric and /readyz say so.
+	provider *providerwatch.Watch
 
 	stopOnce sync.Once
 	stopErr  error
@@ -122,8 +127,11 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	}()
 	cfg := d.cfg
 	for _, w := range cfg.Warnings {
-		d.log.Warn().Str("component", "daemon").Str("event", w.Event).Str("variable", w.Variable).Str("path", w.Path).
-			Str("mode", fmt.Sprintf("%04o", w.Mode)).Msg(w.Message)
+		ev := d.log.Warn().Str("component", "daemon").Str("event", w.Event).Str("variable", w.Variable)
+		if w.Path != "" {
+			ev = ev.Str("path", absPath(w.Path)).Str("mode", fmt.Sprintf("%04o", w.Mode))
+		}
+		ev.Msg(w.Message)
 	}
 	if d.store, err = store.Open(cfg.DataDir, LockTimeout); err != nil {
 		return err
@@ -153,6 +161,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	}
 	d.metrics = metrics.New(d.store, time.Now)
 	d.metrics.InitSinks(cfg.DeliverySinks())
+	d.metrics.Init(metricLabels())
 	disp, err := d.dispatcher()
 	if err != nil {
 		return err
@@ -167,10 +176,11 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	if err != nil {
 		return err
 	}
+	d.provider = d.watchProvider()
 	client, err := fetcher.NewClient(fetcher.ClientOptions{
 		BaseURL: cfg.APIBaseURL, APIKey: func() []byte { return *d.apiKey.Load() }, Limit: cfg.PageLimit,
 		CursorParam: cfg.CursorParam, ResultsField: cfg.ResultsField, StatusField: cfg.StatusField,
-		MaxPageBytes: cfg.MaxPageBytes, Timeout: cfg.FetchTimeout,
+		MaxPageBytes: cfg.MaxPageBytes, Timeout: cfg.FetchTimeout, Observe: d.provider.Observe,
 	})
 	if err != nil {
 		return err
@@ -188,19 +198,25 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	if err != nil {
 		return err
 	}
-	loops := []func(context.Context) error{f.Run, d.watchStore, purger.Run}
+	keeper := rejectkeep.New(d.store, cfg.RejectedKeep, d.log.With().Str("component", "receiver").Logger(), nil)
+	loops := []func(context.Context) error{f.Run, d.watchStore, purger.Run, keeper.Run}
 	sub, rec, svc, err := d.submitSide(client)
 	if err != nil {
 		return err
 	}
 	d.submitter = sub
 	loops = append(loops, sub.Run, rec.Run)
+	proxies, err := cfg.TrustedProxyNets()
+	if err != nil {
+		return err
+	}
 	d.recv, err = receiver.New(receiver.Options{
 		Path: cfg.WebhookPath, MaxBodyBytes: cfg.MaxBodyBytes,
 		Secret: func() []byte { return *d.secret.Load() }, Store: d.store,
 		Logger: d.log.With().Str("component", "receiver").Logger(), Observer: d.metrics,
 		MaxConnections: cfg.MaxConnections, LogDropped: d.metrics.LogLineDropped,
-		Payments: d.paymentsWebhook(),
+		Payments: d.paymentsWebhook(), TrustedProxies: proxies,
+		KeepRejected: func(r store.Rejected) { keeper.Keep(r) },
 	})
 	if err != nil {
 		return err
@@ -208,8 +224,9 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	d.admin, err = admin.New(admin.Options{
 		Store: d.store, Token: func() []byte { return *d.adminToken.Load() }, Metrics: d.metrics.Handler(),
 		Submissions: svc, Erasures: eraser, MaxSubmissionBytes: cfg.MaxSubmissionBytes, Retention: cfg.Retention,
-		Ready: d.ready, Logger: d.log.With().Str("component", "admin").Logger(),
+		Ready: d.ready, Warnings: d.warnings, Logger: d.log.With().Str("component", "admin").Logger(),
 		LogDropped: d.metrics.LogLineDropped, Payments: d.store, PaymentsEnabled: cfg.PaymentsEnabled(),
+		Rejected: d.store,
 	})
 	if err != nil {
 		return err
@@ -251,7 +268,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 
 	d.log.Info().Str("component", "daemon").Str("event", "started").Str("listen_addr", d.addr.String()).
 		Str("admin_addr", d.adminAddr.String()).Bool("admin_token", len(cfg.AdminToken) > 0).
-		Str("webhook_path", cfg.WebhookPath).Str("data_dir", cfg.DataDir).Str("export_dir", d.sink.Root()).
+		Str("webhook_path", cfg.WebhookPath).Str("data_dir", absPath(cfg.DataDir)).Str("export_dir", d.sink.Root()).
 		Str("api_base_url", cfg.APIBaseURL).Int("fetch_workers", cfg.FetchWorkers).
 		Strs("sinks", cfg.SinkNames()).Int("sink_workers", cfg.SinkWorkers).
 		Str("signing_secret_fingerprint", cfg.SigningSecret.Fingerprint()).

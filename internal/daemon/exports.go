@@ -1,6 +1,9 @@
 package daemon
 
-import "fmt"
+import (
+	"fmt"
+	"path/filepath"
+)
 
 // recoverExports repairs what a replace cut short by a crash left in the
 // export staging (see export.Dir.Recover): an export found only aside is
@@ -25,7 +28,7 @@ func (d *Daemon) recoverExports() error {
 			Msg("rewrites without an erased CPF cut short by a crash were removed; their erasure resumes")
 	}
 	for _, name := range r.Kept {
-		log.Warn().Str("event", "export_aside_kept").Str("entry", name).
+		log.Warn().Str("event", "export_aside_kept").Str("path", filepath.Join(d.sink.Root(), ".partial", name)).
 			Msg("an old export left aside is not complete and no export is published for its batch; left for an operator")
 	}
 	return nil

@@ -56,7 +56,7 @@ func (d *Daemon) Reload() error {
 			return err
 		}
 		if w := config.SecretFileWarning(s.name, s.file, mode); w != nil {
-			log.Warn().Str("event", w.Event).Str("variable", w.Variable).Str("path", w.Path).
+			log.Warn().Str("event", w.Event).Str("variable", w.Variable).Str("path", absPath(w.Path)).
 				Str("mode", fmt.Sprintf("%04o", w.Mode)).Msg(w.Message)
 		}
 		swaps = append(swaps, swap{s.name, s.ptr, next})

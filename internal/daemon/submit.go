@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"time"
 
@@ -19,7 +18,7 @@ import (
 func (d *Daemon) submitSide(reader *fetcher.Client) (*submit.Submitter, *submit.Reconciler, *submit.Service, error) {
 	cfg := d.cfg
 	client, err := submit.NewClient(submit.ClientOptions{BaseURL: cfg.APIBaseURL,
-		APIKey: func() []byte { return *d.apiKey.Load() }, Timeout: cfg.FetchTimeout})
+		APIKey: func() []byte { return *d.apiKey.Load() }, Timeout: cfg.FetchTimeout, Observe: d.provider.Observe})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -61,7 +60,16 @@ func (r statusReader) Status(ctx context.Context, id string) (string, error) {
 	status, err := r.c.Status(ctx, id)
 	var fe *fetcher.Error
 	if errors.As(err, &fe) && fe.Kind == fetcher.KindNotFound {
-		return "", fmt.Errorf("%w: %v", submit.ErrUnknownBatch, err)
+		return "", unknownBatch{err}
 	}
 	return status, err
 }
+
+// unknownBatch is a 404 from the fetcher's client that is also
+// submit.ErrUnknownBatch, with the client's message alone: it already says
+// the provider does not know the batch, so the reason is not said twice.
+type unknownBatch struct{ err error }
+
+func (u unknownBatch) Error() string        { return u.err.Error() }
+func (u unknownBatch) Unwrap() error        { return u.err }
+func (u unknownBatch) Is(target error) bool { return target == submit.ErrUnknownBatch }

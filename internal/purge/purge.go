@@ -36,6 +36,7 @@ type Store interface {
 	PurgeRecords(before time.Time, after string, limit int, now time.Time) (int, string, error)
 	PurgeQuarantine(before time.Time, after string, limit int) (int, string, error)
 	PurgeAudit(before time.Time, after string, limit int) (int, string, error)
+	PurgeRejected(before time.Time, after string, limit int) (int, string, error)
 	PurgeChunkCPFs(before time.Time, after string, limit int) (int, string, error)
 	// The payment log (issue 13, payments.go).
 	PurgePaymentBodies(before time.Time, limit int, now time.Time) (dropped int, more, held bool, err error)
@@ -67,6 +68,8 @@ const (
 	KindQuarantine = "quarantine"
 	KindAudit      = "audit"
 	KindChunkCPFs  = "chunk_cpfs"
+	// KindRejected counts rejected (401) deliveries kept for verify.
+	KindRejected = "rejected"
 	// KindPaymentBody counts payment event bodies reduced to tombstones,
 	// KindPaymentDayFile the payments day files deleted (payments.go).
 	KindPaymentBody    = "payment_body"
@@ -74,7 +77,7 @@ const (
 )
 
 // Kinds lists every kind (metrics start each series at 0).
-var Kinds = []string{KindExport, KindRecord, KindQuarantine, KindAudit, KindChunkCPFs, KindPaymentBody, KindPaymentDayFile}
+var Kinds = []string{KindExport, KindRecord, KindQuarantine, KindAudit, KindChunkCPFs, KindRejected, KindPaymentBody, KindPaymentDayFile}
 
 // Options configure a Purger. A retention of 0 keeps that data for ever.
 type Options struct {

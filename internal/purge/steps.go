@@ -98,6 +98,7 @@ func (p *Purger) purgeRecords(ctx context.Context, now time.Time, r *Result) err
 		{KindQuarantine, func(after string) (int, string, error) { return p.o.Store.PurgeQuarantine(before, after, p.o.TxLimit) }},
 		{KindAudit, func(after string) (int, string, error) { return p.o.Store.PurgeAudit(before, after, p.o.TxLimit) }},
 		{KindChunkCPFs, func(after string) (int, string, error) { return p.o.Store.PurgeChunkCPFs(before, after, p.o.TxLimit) }},
+		{KindRejected, func(after string) (int, string, error) { return p.o.Store.PurgeRejected(before, after, p.o.TxLimit) }},
 	}
 	total := 0
 	for _, s := range steps {
@@ -124,7 +125,7 @@ func (p *Purger) purgeRecords(ctx context.Context, now time.Time, r *Result) err
 	if total > 0 {
 		p.o.Logger.Info().Str("event", "records_purged").Int(KindRecord, r.Purged[KindRecord]).
 			Int(KindQuarantine, r.Purged[KindQuarantine]).Int(KindAudit, r.Purged[KindAudit]).
-			Int(KindChunkCPFs, r.Purged[KindChunkCPFs]).Time("before", before).
+			Int(KindChunkCPFs, r.Purged[KindChunkCPFs]).Int(KindRejected, r.Purged[KindRejected]).Time("before", before).
 			Msg("personal data older than BATCHHOOK_RECORD_RETENTION deleted; batch records reduced to tombstones")
 	}
 	return nil

@@ -65,7 +65,7 @@ func (d *Dispatcher) process(ctx context.Context, name string, s sink.Sink, del 
 		}
 		d.o.Observer.SinkOutcome(name, sink.Retry.String())
 		log.Warn().Str("event", "sink_retry").Str("kind", res.Kind).Str("reason", res.Reason).
-			Dur("retry_in_ms", delay).Msg("delivery failed; will retry")
+			Int64("retry_in_ms", delay.Milliseconds()).Msg("delivery failed; will retry")
 	}
 }
 

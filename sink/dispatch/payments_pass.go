@@ -112,7 +112,7 @@ func (p *Payments) retry(log zerolog.Logger, name string, seq uint64, res sink.R
 	}
 	p.o.Observer.PaymentOutcome(name, sink.Retry.String(), 1)
 	log.Warn().Str("event", "payment_delivery_retry").Uint64("seq", seq).Int("attempt", attempt).
-		Str("kind", res.Kind).Str("reason", res.Reason).Dur("retry_in_ms", delay).
+		Str("kind", res.Kind).Str("reason", res.Reason).Int64("retry_in_ms", delay.Milliseconds()).
 		Msg("payment delivery failed; will retry (the events after it wait)")
 	return nil
 }
