@@ -84,7 +84,7 @@ func validateServiceURL(raw string) error {
 	case u.User != nil:
 		return errors.New("must not carry credentials (user:password@); use the GATEWAY_AUTH_* variables")
 	case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		return fmt.Errorf("%s must be an absolute http or https URL", shown)
+		return fmt.Errorf("%s must be an absolute http or https URL%s", shown, schemeHint(raw))
 	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
 		return fmt.Errorf("%s must not carry a query or fragment", shown)
 	}

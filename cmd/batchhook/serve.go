@@ -62,7 +62,7 @@ func serve(ctx context.Context, args []string, e env) int {
 	if err := d.Start(nil); err != nil {
 		log.Error().Str("component", "daemon").Str("event", "start_failed").Err(err).Msg("batchhook could not start")
 		fmt.Fprintf(stderr, "batchhook: %v\n", err)
-		if errors.Is(err, daemon.ErrSinkConfig) {
+		if errors.Is(err, daemon.ErrSinkConfig) || errors.Is(err, daemon.ErrDirConfig) {
 			return 2
 		}
 		return 1
