@@ -17,8 +17,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/kelseyhightower/envconfig"
 )
 
 // Prefix is the prefix of every environment variable batchhook reads.
@@ -401,10 +399,11 @@ func quoteURL(raw string) string {
 // settings, plus the secrets, which are read here. Docs and deploy files
 // are checked against it.
 func Variables() []string {
-	var buf strings.Builder
-	_ = envconfig.Usagef(Prefix, &Config{}, &buf, "{{range .}}{{usage_key .}}\n{{end}}")
-	names := strings.Fields(buf.String())
-	for _, s := range []string{"SIGNING_SECRET", "API_KEY", "ADMIN_TOKEN", "HTTP_SINK_SECRET", "KAFKA_SASL_PASSWORD", "NATS_TOKEN", "PAYMENTS_SIGNING_SECRET"} {
+	var names []string
+	for _, v := range envVars() {
+		names = append(names, v.Key)
+	}
+	for _, s := range secretNames {
 		names = append(names, Var(s))
 	}
 	return names

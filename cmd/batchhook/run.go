@@ -53,6 +53,43 @@ func run(ctx context.Context, args []string, e env) int {
 		fmt.Fprint(e.stderr, usage)
 		return 2
 	}
+	if helpWanted(args[1:]) {
+		return commandHelp(ctx, args, e)
+	}
+	return dispatch(ctx, args, e)
+}
+
+// helpWanted reports whether a command's arguments ask for its usage: -h,
+// -help or --help anywhere before a "--".
+func helpWanted(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// commandHelp runs the command for its usage. Every command parses its
+// flags before it does anything, and Go's flag package stops at an
+// undefined -help (printing the usage and every flag with its default), so
+// nothing runs: the usage goes to stdout and asking for it exits 0, as
+// "batchhook help" does. A command that prints its usage itself already
+// exits 0.
+func commandHelp(ctx context.Context, args []string, e env) int {
+	e.stderr = e.stdout
+	code := dispatch(ctx, args, e)
+	if code == 2 {
+		return 0
+	}
+	return code
+}
+
+// dispatch runs the command args[0] with the rest of args.
+func dispatch(ctx context.Context, args []string, e env) int {
 	switch args[0] {
 	case "serve":
 		return serve(ctx, args[1:], e)
