@@ -34,6 +34,7 @@ Usage:
   batchhook erase --cpf CPF       erase one person's data (LGPD art. 18); lists the sinks that had it
   batchhook erasures list         the erasures made (keyed hash only, never the CPF)
   batchhook sign | verify         compute or check a webhook signature
+  batchhook fingerprint           a secret's fingerprint, exactly as the daemon logs it
   batchhook sandbox deposit|withdraw|pay|receive|refund   rehearse the provider's sandbox payments gateway
   batchhook backup FILE           a consistent snapshot of the running daemon's database, checked
   batchhook restore FILE          (daemon stopped) swap a backup in, keeping the current database
@@ -121,6 +122,8 @@ func dispatch(ctx context.Context, args []string, e env) int {
 		return signCmd(args[1:], e.stdin, e.stdout, e.stderr)
 	case "verify":
 		return verifyCmd(args[1:], e.stdin, e.stdout, e.stderr)
+	case "fingerprint":
+		return fingerprintCmd(args[1:], e.stdout, e.stderr)
 	case "bench":
 		return benchCmd(ctx, args[1:], e.stdout, e.stderr)
 	case "backup":
