@@ -112,7 +112,7 @@ func New(o Options) (*Server, error) {
 	e.HTTPErrorHandler = s.handleError
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
-	g := e.Group("", s.auth)
+	g := authRoutes{e, s.auth}
 	g.GET("/metrics", echo.WrapHandler(o.Metrics))
 	g.GET("/admin/batches", s.listBatches)
 	g.GET("/admin/batches/:id", s.showBatch)

@@ -396,10 +396,12 @@ func explain(err error) error {
 		case http.StatusNotFound:
 			return fmt.Errorf("%w (no such batch or entry)", err)
 		case http.StatusConflict:
-			if strings.Contains(ae.reason, "sink") || strings.Contains(ae.reason, "redeliver") || strings.Contains(ae.reason, "export removed") {
-				return err // the reason says what to do
+			// The reason names the state; only a batch still on its way
+			// needs the advice to wait.
+			if strings.Contains(ae.reason, " is queued") || strings.Contains(ae.reason, " is fetching") {
+				return fmt.Errorf("%w (wait until the batch is exported or abandoned)", err)
 			}
-			return fmt.Errorf("%w (wait until the batch is exported or abandoned)", err)
+			return err
 		}
 	}
 	return err
