@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 )
@@ -64,4 +65,43 @@ func isSecret(short string) bool {
 		}
 	}
 	return false
+}
+
+// Setting is one variable's effective value, as `batchhook config check`
+// prints it: a secret only as its fingerprint.
+type Setting struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Effective lists every daemon variable with the value c holds, in the
+// order of VariableDocs; a secret shows as "fingerprint XXXXXXXX" (the
+// started line's value) or "(unset)", a _FILE as its path.
+func (c *Config) Effective() []Setting {
+	v := reflect.ValueOf(c).Elem()
+	fields := map[string]string{}
+	for _, ev := range envVars() {
+		fields[ev.Key] = ev.Field
+	}
+	secrets := map[string]Secret{"SIGNING_SECRET": c.SigningSecret, "API_KEY": c.APIKey, "ADMIN_TOKEN": c.AdminToken,
+		"HTTP_SINK_SECRET": c.HTTPSinkSecret, "KAFKA_SASL_PASSWORD": c.KafkaSASLPassword, "NATS_TOKEN": c.NatsToken,
+		"PAYMENTS_SIGNING_SECRET": c.PaymentsSigningSecret}
+	var out []Setting
+	for _, d := range VariableDocs() {
+		short := d.Name[len(Prefix)+1:]
+		s := Setting{Name: d.Name}
+		if sec, ok := secrets[short]; ok {
+			s.Value = "(unset)"
+			if len(sec) > 0 {
+				s.Value = "fingerprint " + sec.Fingerprint()
+			}
+		} else if f := v.FieldByName(fields[d.Name]); f.IsValid() {
+			s.Value = fmt.Sprint(f.Interface())
+		}
+		if s.Value == "" {
+			s.Value = "(unset)"
+		}
+		out = append(out, s)
+	}
+	return out
 }

@@ -22,6 +22,7 @@ API and exports them as files.
 
 Usage:
   batchhook serve                 run the daemon (BATCHHOOK_* variables; README "Configuration")
+  batchhook config check          validate the configuration and print it (secrets as fingerprints)
   batchhook demo                  the whole pipeline on loopback against the simulator
   batchhook batches list|show|refetch|redeliver   inspect batches, refetch or redeliver one (admin API)
   batchhook deliveries list --state S   deliveries to the sinks by state (failed, pending, delivered)
@@ -94,6 +95,8 @@ func dispatch(ctx context.Context, args []string, e env) int {
 	switch args[0] {
 	case "serve":
 		return serve(ctx, args[1:], e)
+	case "config":
+		return configCmd(args[1:], e.stdout, e.stderr)
 	case "demo":
 		return demo(ctx, args[1:], e.stdout, e.stderr)
 	case "batches":
