@@ -43,6 +43,7 @@ Usage:
   batchhook healthcheck           exit 0 when the daemon's /healthz answers
   batchhook bench                 load a webhook endpoint (or --bare: the baseline)
   batchhook version               version, commit and Go version
+  batchhook completion bash|zsh|fish   a shell completion script, generated from the commands
   batchhook help                  this text
 
 "batchhook COMMAND --help" lists a command's flags and the environment
@@ -137,6 +138,8 @@ func dispatch(ctx context.Context, args []string, e env) int {
 		return compactCmd(args[1:], e.stdout, e.stderr)
 	case "healthcheck":
 		return healthcheck(ctx, args[1:], e.stdout, e.stderr)
+	case "completion":
+		return completionCmd(ctx, args[1:], e)
 	case "version":
 		fmt.Fprintln(e.stdout, versionLine())
 		return 0
