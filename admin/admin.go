@@ -25,6 +25,7 @@ import (
 	"github.com/batchhook/batchhook/internal/httpserver"
 	"github.com/batchhook/batchhook/internal/logsample"
 	"github.com/batchhook/batchhook/store"
+	"github.com/batchhook/batchhook/submit"
 )
 
 // Store is what the admin API reads and changes. Errors are the store's:
@@ -37,6 +38,7 @@ type Store interface {
 	ListQuarantined(limit int, cursor string) ([]store.Quarantined, string, error)
 	GetQuarantined(id string) (*store.Quarantined, error)
 	ChunksIn(state store.ChunkState, limit int) ([]store.Chunk, error)
+	ChunkCounts() (map[store.ChunkState]int, error)
 	// Deliveries, Redeliver and ListDeliveries are the sinks' outboxes
 	// (Redeliver: ErrNotFound, or ErrState with the reason).
 	Deliveries(batchID string) ([]store.Delivery, error)
@@ -56,6 +58,9 @@ type Options struct {
 	Metrics http.Handler
 	// Submissions takes CPF intakes, tracking and resubmission requests.
 	Submissions Submissions
+	// SubmitWait says what holds the submitter back, for a submission's
+	// reply to say why it waits; nil = not shown.
+	SubmitWait func() submit.Wait
 	// Erasures erases one person's data; nil answers 503 on its routes.
 	Erasures Erasures
 	// MaxSubmissionBytes caps a POST /admin/submissions body.

@@ -58,8 +58,9 @@ type chunkRow struct {
 }
 
 type submissionReply struct {
-	ID     string     `json:"id"`
-	Chunks []chunkRow `json:"chunks"`
+	ID      string       `json:"id"`
+	Chunks  []chunkRow   `json:"chunks"`
+	Waiting *waitingInfo `json:"waiting"`
 }
 
 func submitCmd(ctx context.Context, args []string, e env) int {
@@ -142,6 +143,7 @@ func submitCmd(ctx context.Context, args []string, e env) int {
 // batch ids and says which chunks did not make it.
 func waitSubmitted(ctx context.Context, c *adminClient, id string, every time.Duration, asJSON bool, e env) int {
 	tty := isTerminal(e.stderr)
+	lastReason := ""
 	for {
 		raw, err := c.do(ctx, http.MethodGet, "/admin/submissions/"+url.PathEscape(id))
 		if err != nil {
@@ -157,8 +159,23 @@ func waitSubmitted(ctx context.Context, c *adminClient, id string, every time.Du
 			counts[ch.State]++
 		}
 		pending := counts["waiting"] + counts["sending"]
-		if tty {
-			fmt.Fprintf(e.stderr, "\rsubmitted %d/%d batches", counts["submitted"], len(sub.Chunks))
+		why := ""
+		if pending > 0 {
+			why = sub.Waiting.explain()
+		}
+		switch {
+		case tty:
+			line := fmt.Sprintf("submitted %d/%d batches", counts["submitted"], len(sub.Chunks))
+			if why != "" {
+				line += "; " + why
+			}
+			fmt.Fprintf(e.stderr, "\r\x1b[K%s", line)
+		case why != "" && sub.Waiting.Reason != lastReason:
+			// Not a terminal: one line each time the reason changes.
+			fmt.Fprintln(e.stderr, why)
+		}
+		if sub.Waiting != nil {
+			lastReason = sub.Waiting.Reason
 		}
 		if pending == 0 {
 			if tty {
