@@ -250,7 +250,7 @@ func batches(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		rows = append(rows, [2]string{"submitted", b.SubmittedAt.UTC().Format(time.RFC3339)})
 	}
 	if b.SubmissionID != "" {
-		rows = append(rows, [2]string{"submission", fmt.Sprintf("%s (%d CPFs)", b.SubmissionID, b.CPFCount)})
+		rows = append(rows, [2]string{"submission", fmt.Sprintf("%s (%s)", b.SubmissionID, plural(b.CPFCount, "CPF", "CPFs"))})
 	}
 	if b.PollAttempts > 0 || b.NextPollAt != nil {
 		next := ""

@@ -148,7 +148,7 @@ func runDemo(ctx context.Context, n int, timeout time.Duration, withHTTP, withPa
 	if err != nil {
 		return "", fmt.Errorf("submit sample batch: %w", err)
 	}
-	fmt.Fprintf(stdout, "submitted batch %s with %d CPFs\n", id, n)
+	fmt.Fprintf(stdout, "submitted batch %s with %s\n", id, plural(n, "CPF", "CPFs"))
 
 	b, err := waitFinal(ctx, d, id, timeout)
 	if err != nil {
