@@ -39,13 +39,13 @@ func LoadGateway() (Gateway, error) {
 	for _, v := range []struct {
 		name string
 		dst  *string
-	}{{"GATEWAY_URL", &g.GatewayURL}, {"SANDBOX_URL", &g.SandboxURL}} {
-		raw, set := os.LookupEnv(Var(v.name))
+	}{{Var("GATEWAY_URL"), &g.GatewayURL}, {Var("SANDBOX_URL"), &g.SandboxURL}} {
+		raw, set := os.LookupEnv(v.name)
 		if !set {
 			continue
 		}
 		if err := validateServiceURL(raw); err != nil {
-			return g, fmt.Errorf("%s: %w", Var(v.name), err)
+			return g, fmt.Errorf("%s: %w", v.name, err)
 		}
 		*v.dst = strings.TrimRight(raw, "/")
 	}

@@ -88,6 +88,11 @@ func verifyCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "batchhook verify: --secret-file is required")
 		return 2
 	}
+	if strings.TrimSpace(*sig) == "" {
+		// A missing flag is a usage error, not an invalid signature.
+		fmt.Fprintln(stderr, "batchhook verify: --signature is required (the x-service-webhook-signature value)")
+		return 2
+	}
 	secret, err := config.ReadSecretFile(*secretFile)
 	if err != nil {
 		fmt.Fprintf(stderr, "batchhook verify: %v\n", err)
