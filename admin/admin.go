@@ -25,6 +25,7 @@ import (
 	"github.com/batchhook/batchhook/internal/httpserver"
 	"github.com/batchhook/batchhook/internal/logsample"
 	"github.com/batchhook/batchhook/store"
+	"github.com/batchhook/batchhook/submit"
 )
 
 // Store is what the admin API reads and changes. Errors are the store's:
@@ -40,6 +41,7 @@ type Store interface {
 	// it (an error wrapping store.ErrAmbiguous when several match).
 	FindQuarantined(prefix string) (*store.Quarantined, error)
 	ChunksIn(state store.ChunkState, limit int) ([]store.Chunk, error)
+	ChunkCounts() (map[store.ChunkState]int, error)
 	// Deliveries, Redeliver and ListDeliveries are the sinks' outboxes
 	// (Redeliver: ErrNotFound, or ErrState with the reason).
 	Deliveries(batchID string) ([]store.Delivery, error)
@@ -59,6 +61,9 @@ type Options struct {
 	Metrics http.Handler
 	// Submissions takes CPF intakes, tracking and resubmission requests.
 	Submissions Submissions
+	// SubmitWait says what holds the submitter back, for a submission's
+	// reply to say why it waits; nil = not shown.
+	SubmitWait func() submit.Wait
 	// Erasures erases one person's data; nil answers 503 on its routes.
 	Erasures Erasures
 	// MaxSubmissionBytes caps a POST /admin/submissions body.
@@ -122,7 +127,7 @@ func New(o Options) (*Server, error) {
 	e.HTTPErrorHandler = s.handleError
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
-	g := e.Group("", s.auth)
+	g := authRoutes{e, s.auth}
 	g.GET("/metrics", echo.WrapHandler(o.Metrics))
 	g.GET("/admin/batches", s.listBatches)
 	g.GET("/admin/batches/:id", s.showBatch)

@@ -70,6 +70,35 @@ type SubmissionView struct {
 	Duplicates int         `json:"duplicates"`
 	Invalid    int         `json:"invalid"`
 	Chunks     []ChunkView `json:"chunks"`
+	// Waiting says why chunks of this submission still wait, while some do.
+	Waiting *WaitingView `json:"waiting,omitempty"`
+}
+
+// WaitingView is why a submission's chunks wait: the submitter's Wait, the
+// chunks waiting in the whole queue (this submission's and those ahead of
+// or behind it), and when the last of them should go out; no estimate
+// under the in-flight cap, which the provider's pace decides.
+type WaitingView struct {
+	submit.Wait
+	QueuedChunks    int        `json:"queued_chunks"`
+	EstimatedDoneAt *time.Time `json:"estimated_done_at,omitempty"`
+}
+
+// waitingView is nil unless some chunk of the submission still waits.
+func (s *Server) waitingView(chunks []store.Chunk) *WaitingView {
+	if s.o.SubmitWait == nil || !slices.ContainsFunc(chunks, func(c store.Chunk) bool { return c.State == store.ChunkWaiting }) {
+		return nil
+	}
+	counts, err := s.o.Store.ChunkCounts()
+	if err != nil {
+		return nil
+	}
+	v := &WaitingView{Wait: s.o.SubmitWait(), QueuedChunks: counts[store.ChunkWaiting] + counts[store.ChunkSending]}
+	if at, ok := submit.EstimateDone(v.Wait, v.QueuedChunks, s.o.Now()); ok {
+		at = at.UTC()
+		v.EstimatedDoneAt = &at
+	}
+	return v
 }
 
 func (s *Server) chunkView(ch store.Chunk) ChunkView {
@@ -136,6 +165,7 @@ func (s *Server) showSubmission(c echo.Context) error {
 	for _, ch := range chunks {
 		v.Chunks = append(v.Chunks, s.chunkView(ch))
 	}
+	v.Waiting = s.waitingView(chunks)
 	return c.JSON(http.StatusOK, v)
 }
 

@@ -25,7 +25,7 @@ func LoadClient() (Client, error) {
 		c.AdminURL = v
 	}
 	if u, err := url.Parse(c.AdminURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return c, fmt.Errorf("%s: %q must be an http(s) URL", Var("ADMIN_URL"), c.AdminURL)
+		return c, fmt.Errorf("%s: %q must be an http(s) URL%s", Var("ADMIN_URL"), c.AdminURL, schemeHint(c.AdminURL))
 	}
 	file := os.Getenv(Var("ADMIN_TOKEN_FILE"))
 	tok, err := loadSecret("ADMIN_TOKEN", file, nil)

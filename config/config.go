@@ -17,8 +17,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/kelseyhightower/envconfig"
 )
 
 // Prefix is the prefix of every environment variable batchhook reads.
@@ -165,12 +163,11 @@ type Config struct {
 // directories (checkDirs). The error names the first variable at fault.
 func Load() (*Config, error) {
 	var c Config
-	if err := envconfig.Process(Prefix, &c); err != nil {
-		var pe *envconfig.ParseError
-		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("%s: cannot parse %q as %s", pe.KeyName, pe.Value, pe.TypeName)
-		}
-		return nil, fmt.Errorf("read environment: %w", err)
+	if err := readEnv(&c); err != nil {
+		return nil, err
+	}
+	if lvl, ok := ParseLogLevel(c.LogLevel); ok {
+		c.LogLevel = lvl
 	}
 	var err error
 	if c.SigningSecret, err = loadSecret("SIGNING_SECRET", c.SigningSecretFile, &c.Warnings); err != nil {
@@ -209,6 +206,8 @@ func Load() (*Config, error) {
 	if w := baseURLWarning(c.APIBaseURL); w != nil {
 		c.Warnings = append(c.Warnings, *w)
 	}
+	c.Warnings = append(c.Warnings, unknownVariables(os.Environ())...)
+	c.Warnings = append(c.Warnings, c.limitWarnings()...)
 	return &c, nil
 }
 
@@ -225,11 +224,8 @@ func (c *Config) Validate() error {
 	if !strings.HasPrefix(c.WebhookPath, "/") || strings.ContainsAny(c.WebhookPath, "?#*: ") {
 		return fmt.Errorf("%s: %q must be a plain path starting with /", Var("WEBHOOK_PATH"), c.WebhookPath)
 	}
-	if len(c.SigningSecret) == 0 {
-		return fmt.Errorf("%s or %s: required, and must not be empty", Var("SIGNING_SECRET"), Var("SIGNING_SECRET_FILE"))
-	}
-	if len(c.APIKey) == 0 {
-		return fmt.Errorf("%s or %s: required, and must not be empty", Var("API_KEY"), Var("API_KEY_FILE"))
+	if err := c.missingRequired(); err != nil {
+		return err
 	}
 	adminHost, _, err := net.SplitHostPort(c.AdminAddr)
 	if err != nil {
@@ -271,7 +267,7 @@ func (c *Config) Validate() error {
 		{c.ResubmitField != "", "RESUBMIT_FIELD", "must not be empty"},
 		{len(c.ResubmitValueList()) > 0, "RESUBMIT_VALUES", "must list at least one value, comma-separated"},
 		{c.ItemCPFField != "", "ITEM_CPF_FIELD", "must not be empty"},
-		{validLevels[c.LogLevel], "LOG_LEVEL", "must be one of trace, debug, info, warn, error"},
+		{validLevel(c.LogLevel), "LOG_LEVEL", "must be one of trace, debug, info, warn (or warning), error, in any case"},
 		{c.LogFormat == "json" || c.LogFormat == "console", "LOG_FORMAT", "must be json or console"},
 		{c.MaxConnections >= 1 && c.MaxConnections <= 1_000_000, "MAX_CONNECTIONS", "must be between 1 and 1000000"},
 		{validMemoryLimit(c.MemoryLimit), "MEMORY_LIMIT", "must be a size of at least 32MiB such as 256MiB or 1GiB, or 0/off for none"},
@@ -292,6 +288,40 @@ func (c *Config) Validate() error {
 		return err
 	}
 	return c.validatePaymentSinks()
+}
+
+// missingRequired reports every required setting left unset or empty in
+// one error, so that a first start names all of them at once.
+func (c *Config) missingRequired() error {
+	var missing []string
+	if len(c.SigningSecret) == 0 {
+		missing = append(missing, Var("SIGNING_SECRET")+" or "+Var("SIGNING_SECRET_FILE"))
+	}
+	if len(c.APIKey) == 0 {
+		missing = append(missing, Var("API_KEY")+" or "+Var("API_KEY_FILE"))
+	}
+	if c.APIBaseURL == "" {
+		missing = append(missing, Var("API_BASE_URL"))
+	}
+	switch len(missing) {
+	case 0:
+		return nil
+	case 1:
+		return fmt.Errorf("%s: required, and must not be empty", missing[0])
+	}
+	return fmt.Errorf("required, and must not be empty: %s", strings.Join(missing, "; "))
+}
+
+func validLevel(s string) bool { _, ok := ParseLogLevel(s); return ok }
+
+// schemeHint adds the fix for a URL written without its scheme
+// ("provider.example/api" or "localhost:8080", which url.Parse reads as
+// the scheme "localhost").
+func schemeHint(raw string) string {
+	if strings.Contains(raw, "://") {
+		return ""
+	}
+	return "; add http:// or https:// in front"
 }
 
 // ResubmitValueList splits RESUBMIT_VALUES, dropping blanks.
@@ -359,7 +389,7 @@ func validateBaseURL(raw string) error {
 			Var("API_KEY"), Var("API_KEY_FILE"))
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%s must be an absolute http or https URL", shown)
+		return fmt.Errorf("%s must be an absolute http or https URL%s", shown, schemeHint(raw))
 	}
 	if u.RawQuery != "" || u.Fragment != "" || u.ForceQuery {
 		return fmt.Errorf("%s must not carry a query or fragment", shown)
@@ -382,10 +412,11 @@ func quoteURL(raw string) string {
 // settings, plus the secrets, which are read here. Docs and deploy files
 // are checked against it.
 func Variables() []string {
-	var buf strings.Builder
-	_ = envconfig.Usagef(Prefix, &Config{}, &buf, "{{range .}}{{usage_key .}}\n{{end}}")
-	names := strings.Fields(buf.String())
-	for _, s := range []string{"SIGNING_SECRET", "API_KEY", "ADMIN_TOKEN", "HTTP_SINK_SECRET", "KAFKA_SASL_PASSWORD", "NATS_TOKEN", "PAYMENTS_SIGNING_SECRET"} {
+	var names []string
+	for _, v := range envVars() {
+		names = append(names, v.Key)
+	}
+	for _, s := range secretNames {
 		names = append(names, Var(s))
 	}
 	return names

@@ -39,13 +39,13 @@ func LoadGateway() (Gateway, error) {
 	for _, v := range []struct {
 		name string
 		dst  *string
-	}{{"GATEWAY_URL", &g.GatewayURL}, {"SANDBOX_URL", &g.SandboxURL}} {
-		raw, set := os.LookupEnv(Var(v.name))
+	}{{Var("GATEWAY_URL"), &g.GatewayURL}, {Var("SANDBOX_URL"), &g.SandboxURL}} {
+		raw, set := os.LookupEnv(v.name)
 		if !set {
 			continue
 		}
 		if err := validateServiceURL(raw); err != nil {
-			return g, fmt.Errorf("%s: %w", Var(v.name), err)
+			return g, fmt.Errorf("%s: %w", v.name, err)
 		}
 		*v.dst = strings.TrimRight(raw, "/")
 	}
@@ -84,7 +84,7 @@ func validateServiceURL(raw string) error {
 	case u.User != nil:
 		return errors.New("must not carry credentials (user:password@); use the GATEWAY_AUTH_* variables")
 	case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		return fmt.Errorf("%s must be an absolute http or https URL", shown)
+		return fmt.Errorf("%s must be an absolute http or https URL%s", shown, schemeHint(raw))
 	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
 		return fmt.Errorf("%s must not carry a query or fragment", shown)
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"syscall"
 )
 
@@ -60,6 +61,10 @@ func loadSecret(name, file string, warns *[]Warning) (Secret, error) {
 		if isPlaceholder(Secret(value)) {
 			return nil, fmt.Errorf("%s: %w", Var(name), errPlaceholder)
 		}
+		if warns != nil && endsWithSpace(value) {
+			*warns = append(*warns, Warning{Event: "secret_whitespace", Variable: Var(name),
+				Message: "the value ends with whitespace, which is part of the secret (it is used byte for byte); remove it unless the provider's secret has it"})
+		}
 		return Secret(value), nil
 	}
 	s, mode, err := ReadSecretFileMode(file)
@@ -69,7 +74,17 @@ func loadSecret(name, file string, warns *[]Warning) (Secret, error) {
 	if w := SecretFileWarning(name, file, mode); w != nil && warns != nil {
 		*warns = append(*warns, *w)
 	}
+	if warns != nil && endsWithSpace(string(s)) {
+		*warns = append(*warns, Warning{Event: "secret_whitespace", Variable: Var(name + "_FILE"), Path: file, Mode: mode,
+			Message: "the file ends with more than one line ending or with whitespace; only one final line ending is dropped, the rest is part of the secret"})
+	}
 	return s, nil
+}
+
+// endsWithSpace reports whether a secret ends with a blank or a line
+// ending: almost always a copy-and-paste slip, and it changes the secret.
+func endsWithSpace(s string) bool {
+	return s != "" && strings.ContainsRune(" \t\r\n\v\f", rune(s[len(s)-1]))
 }
 
 // ReadSecretFile reads a secret file with the one rule batchhook applies

@@ -112,7 +112,7 @@ func (c *Config) validateHTTPSink() error {
 	}
 	u, err := url.Parse(c.HTTPSinkURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%s: %s must be an absolute http or https URL", Var("HTTP_SINK_URL"), quoteURL(c.HTTPSinkURL))
+		return fmt.Errorf("%s: %s must be an absolute http or https URL%s", Var("HTTP_SINK_URL"), quoteURL(c.HTTPSinkURL), schemeHint(c.HTTPSinkURL))
 	}
 	if len(c.HTTPSinkSecret) == 0 {
 		return fmt.Errorf("%s or %s: required when %s includes http, and must not be empty",

@@ -89,7 +89,7 @@ func (s *Service) Submit(r io.Reader, o IntakeOptions, strict bool) (*Receipt, e
 	rc := &Receipt{Intake: in}
 	switch {
 	case strict && len(in.Invalid) > 0:
-		return rc, fmt.Errorf("%w: %d invalid lines and --strict (nothing was stored)", ErrNothingValid, len(in.Invalid))
+		return rc, fmt.Errorf("%w: %d invalid lines and strict=true (nothing was stored)", ErrNothingValid, len(in.Invalid))
 	case len(in.CPFs) == 0:
 		return rc, fmt.Errorf("%w: no valid CPF in %d lines", ErrNothingValid, in.Lines)
 	}

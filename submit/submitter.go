@@ -79,6 +79,8 @@ type Submitter struct {
 	// resume is signalled by Resume (a new API key): an auth pause ends.
 	resume     chan struct{}
 	resumeAuth atomic.Bool
+	// wait is what holds the submitter back at its last step (Wait).
+	wait atomic.Pointer[Wait]
 }
 
 // NewSubmitter checks o and returns a Submitter.
@@ -194,6 +196,7 @@ func (s *Submitter) Step(ctx context.Context) (time.Duration, error) {
 	}
 	c, err := s.o.Queue.NextChunk()
 	if err != nil || c == nil {
+		s.setWait("", time.Time{}, 0)
 		return s.o.IdlePoll, err
 	}
 	now := s.o.Now()
@@ -201,6 +204,7 @@ func (s *Submitter) Step(ctx context.Context) (time.Duration, error) {
 		s.pause, s.failures = time.Time{}, 0
 	}
 	if now.Before(s.pause) {
+		s.setWait(WaitBackoff, s.pause, 0)
 		return s.pause.Sub(now), nil
 	}
 	counts, err := s.o.Queue.Counts()
@@ -213,12 +217,15 @@ func (s *Submitter) Step(ctx context.Context) (time.Duration, error) {
 			s.log.Info().Str("event", "submit_held").Int("in_flight", inFlight).Int("max_in_flight", s.o.MaxInFlight).
 				Msg("chunks wait: the provider's limit of batches in flight is reached (BATCHHOOK_MAX_IN_FLIGHT)")
 		}
+		s.setWait(WaitInFlight, time.Time{}, inFlight)
 		return s.o.Recheck, nil
 	}
 	s.held = false
 	if at := s.limit.Next(now); at.After(now) {
+		s.setWait(WaitRateLimit, at, 0)
 		return at.Sub(now), nil
 	}
+	s.setWait("", time.Time{}, 0)
 	if c.State == store.ChunkSending {
 		// Only ResolveSending at start may decide about a chunk a previous
 		// run left sending; meeting one here means it was not called.

@@ -259,7 +259,7 @@ func batches(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		rows = append(rows, [2]string{label, b.SubmittedAt.UTC().Format(time.RFC3339)})
 	}
 	if b.SubmissionID != "" {
-		rows = append(rows, [2]string{"submission", fmt.Sprintf("%s (%d CPFs)", b.SubmissionID, b.CPFCount)})
+		rows = append(rows, [2]string{"submission", fmt.Sprintf("%s (%s)", b.SubmissionID, plural(b.CPFCount, "CPF", "CPFs"))})
 	}
 	if b.PollAttempts > 0 || b.NextPollAt != nil {
 		next := ""
@@ -412,10 +412,12 @@ func explain(err error) error {
 		case http.StatusNotFound:
 			return fmt.Errorf("%w (no such batch or entry)", err)
 		case http.StatusConflict:
-			if strings.Contains(ae.reason, "sink") || strings.Contains(ae.reason, "redeliver") || strings.Contains(ae.reason, "export removed") {
-				return err // the reason says what to do
+			// The reason names the state; only a batch still on its way
+			// needs the advice to wait.
+			if strings.Contains(ae.reason, " is queued") || strings.Contains(ae.reason, " is fetching") {
+				return fmt.Errorf("%w (wait until the batch is exported or abandoned)", err)
 			}
-			return fmt.Errorf("%w (wait until the batch is exported or abandoned)", err)
+			return err
 		}
 	}
 	return err

@@ -180,7 +180,7 @@ func runDemo(ctx context.Context, dir string, n int, timeout time.Duration, with
 	if err != nil {
 		return demoResult{}, fmt.Errorf("submit sample batch: %w", err)
 	}
-	fmt.Fprintf(stdout, "submitted batch %s with %d CPFs\n", id, n)
+	fmt.Fprintf(stdout, "submitted batch %s with %s\n", id, plural(n, "CPF", "CPFs"))
 
 	b, err := waitFinal(ctx, d, id, timeout)
 	if err != nil {

@@ -121,14 +121,14 @@ func printErasure(w io.Writer, r erasureRow) error {
 		for _, s := range b.Sinks {
 			sinks = append(sinks, s.Sink+" ("+s.Received+")")
 		}
-		line := fmt.Sprintf("batch\t%s: %d items removed", b.BatchID, b.Items)
+		line := fmt.Sprintf("batch\t%s: %s removed", b.BatchID, plural(int(b.Items), "item", "items"))
 		if len(sinks) > 0 {
 			line += "; already received by " + strings.Join(sinks, ", ") + ": erase there too"
 		}
 		fmt.Fprintln(tw, line)
 	}
 	for _, c := range r.Chunks {
-		note := fmt.Sprintf("%d CPFs removed", c.CPFs)
+		note := fmt.Sprintf("%s removed", plural(c.CPFs, "CPF", "CPFs"))
 		switch {
 		case c.InFlight:
 			note = "being sent: the provider has it; erase again if it comes back to waiting"

@@ -103,7 +103,7 @@ func TestEraseThroughTheBinary(t *testing.T) {
 	}
 
 	out, errOut, code := runCLIWith(t, d, token, 60*time.Second, "erase", "--cpf", dotted)
-	if code != 0 || !strings.Contains(out, ids[0]+": 1 items removed") || !strings.Contains(out, ids[1]+": 1 items removed") ||
+	if code != 0 || !strings.Contains(out, ids[0]+": 1 item removed") || !strings.Contains(out, ids[1]+": 1 item removed") ||
 		!strings.Contains(out, "quarantine") {
 		t.Fatalf("erase: %d\n%s%s", code, out, errOut)
 	}

@@ -22,6 +22,7 @@ API and exports them as files.
 
 Usage:
   batchhook serve                 run the daemon (BATCHHOOK_* variables; README "Configuration")
+  batchhook config check          validate the configuration and print it (secrets as fingerprints)
   batchhook demo                  the whole pipeline on loopback against the simulator
   batchhook batches list|show|refetch|redeliver   inspect batches, refetch or redeliver one (admin API)
   batchhook deliveries list --state S   deliveries to the sinks by state (failed, pending, delivered)
@@ -35,6 +36,7 @@ Usage:
   batchhook erase --cpf CPF       erase one person's data (LGPD art. 18); lists the sinks that had it
   batchhook erasures list         the erasures made (keyed hash only, never the CPF)
   batchhook sign | verify         compute or check a webhook signature
+  batchhook fingerprint           a secret's fingerprint, exactly as the daemon logs it
   batchhook sandbox deposit|withdraw|pay|receive|refund   rehearse the provider's sandbox payments gateway
   batchhook backup FILE           a consistent snapshot of the running daemon's database, checked
   batchhook restore FILE          (daemon stopped) swap a backup in, keeping the current database
@@ -42,6 +44,7 @@ Usage:
   batchhook healthcheck           exit 0 when the daemon's /healthz answers
   batchhook bench                 load a webhook endpoint (or --bare: the baseline)
   batchhook version               version, commit and Go version
+  batchhook completion bash|zsh|fish   a shell completion script, generated from the commands
   batchhook help                  this text
 
 "batchhook COMMAND --help" lists a command's flags and the environment
@@ -54,9 +57,48 @@ func run(ctx context.Context, args []string, e env) int {
 		fmt.Fprint(e.stderr, usage)
 		return 2
 	}
+	if helpWanted(args[1:]) {
+		return commandHelp(ctx, args, e)
+	}
+	return dispatch(ctx, args, e)
+}
+
+// helpWanted reports whether a command's arguments ask for its usage: -h,
+// -help or --help anywhere before a "--".
+func helpWanted(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// commandHelp runs the command for its usage. Every command parses its
+// flags before it does anything, and Go's flag package stops at an
+// undefined -help (printing the usage and every flag with its default), so
+// nothing runs: the usage goes to stdout and asking for it exits 0, as
+// "batchhook help" does. A command that prints its usage itself already
+// exits 0.
+func commandHelp(ctx context.Context, args []string, e env) int {
+	e.stderr = e.stdout
+	code := dispatch(ctx, args, e)
+	if code == 2 {
+		return 0
+	}
+	return code
+}
+
+// dispatch runs the command args[0] with the rest of args.
+func dispatch(ctx context.Context, args []string, e env) int {
 	switch args[0] {
 	case "serve":
 		return serve(ctx, args[1:], e)
+	case "config":
+		return configCmd(args[1:], e.stdout, e.stderr)
 	case "demo":
 		return demo(ctx, args[1:], e.stdout, e.stderr)
 	case "batches":
@@ -87,6 +129,8 @@ func run(ctx context.Context, args []string, e env) int {
 		return signCmd(args[1:], e.stdin, e.stdout, e.stderr)
 	case "verify":
 		return verifyCmd(args[1:], e.stdin, e.stdout, e.stderr)
+	case "fingerprint":
+		return fingerprintCmd(args[1:], e.stdout, e.stderr)
 	case "bench":
 		return benchCmd(ctx, args[1:], e.stdout, e.stderr)
 	case "backup":
@@ -97,6 +141,8 @@ func run(ctx context.Context, args []string, e env) int {
 		return compactCmd(args[1:], e.stdout, e.stderr)
 	case "healthcheck":
 		return healthcheck(ctx, args[1:], e.stdout, e.stderr)
+	case "completion":
+		return completionCmd(ctx, args[1:], e)
 	case "version":
 		fmt.Fprintln(e.stdout, versionLine())
 		return 0

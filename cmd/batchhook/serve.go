@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -16,27 +18,37 @@ import (
 	"github.com/batchhook/batchhook/internal/memreclaim"
 )
 
-const serveUsage = `Usage: batchhook serve
+const serveUsageHead = `Usage: batchhook serve
 
 Runs the daemon until SIGINT or SIGTERM (a second one exits at once). It
-takes no flags: every setting is a BATCHHOOK_* environment variable (README,
-"Configuration"): LISTEN_ADDR, WEBHOOK_PATH, SIGNING_SECRET(_FILE),
-API_BASE_URL, API_KEY(_FILE), ADMIN_ADDR, ADMIN_TOKEN(_FILE), DATA_DIR,
-EXPORT_DIR, PAGE_LIMIT, CURSOR_PARAM, RESULTS_FIELD, FETCH_WORKERS,
-RETENTION, FETCH_TIMEOUT, BACKOFF_BASE, BACKOFF_MAX, NOT_FOUND_GRACE,
-MAX_BODY_BYTES, MAX_PAGE_BYTES, MAX_CONNECTIONS, MEMORY_LIMIT, LOG_LEVEL,
-LOG_FORMAT. SIGHUP re-reads the _FILE secrets. Logs are JSON lines on
-stdout.
+takes no flags: every setting is an environment variable, listed below with
+its default (README, "Configuration", says what each does). SIGHUP re-reads
+the secrets. Logs are JSON lines on stdout.
+
+Environment:
 `
+
+// serveUsage is the usage with every variable the daemon reads and its
+// default, generated from the configuration's one definition.
+func serveUsage() string {
+	var b strings.Builder
+	b.WriteString(serveUsageHead)
+	tw := tabwriter.NewWriter(&b, 0, 2, 2, ' ', 0)
+	for _, v := range config.VariableDocs() {
+		fmt.Fprintf(tw, "  %s\t%s\n", v.Name, v.Default)
+	}
+	tw.Flush()
+	return b.String()
+}
 
 func serve(ctx context.Context, args []string, e env) int {
 	stdout, stderr := e.stdout, e.stderr
 	if len(args) > 0 {
 		if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-			fmt.Fprint(stdout, serveUsage)
+			fmt.Fprint(stdout, serveUsage())
 			return 0
 		}
-		fmt.Fprintf(stderr, "batchhook serve: unexpected argument %q\n%s", args[0], serveUsage)
+		fmt.Fprintf(stderr, "batchhook serve: unexpected argument %q\n%s", args[0], serveUsage())
 		return 2
 	}
 	cfg, err := config.Load()
@@ -62,7 +74,7 @@ func serve(ctx context.Context, args []string, e env) int {
 	if err := d.Start(nil); err != nil {
 		log.Error().Str("component", "daemon").Str("event", "start_failed").Err(err).Msg("batchhook could not start")
 		fmt.Fprintf(stderr, "batchhook: %v\n", err)
-		if errors.Is(err, daemon.ErrSinkConfig) {
+		if errors.Is(err, daemon.ErrSinkConfig) || errors.Is(err, daemon.ErrDirConfig) {
 			return 2
 		}
 		return 1

@@ -83,6 +83,11 @@ func verifyCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "batchhook verify: --secret-file is required")
 		return 2
 	}
+	if strings.TrimSpace(*sig) == "" && *rejected == "" {
+		// A missing flag is a usage error, not an invalid signature.
+		fmt.Fprintln(stderr, "batchhook verify: --signature (the x-service-webhook-signature value) or --rejected ID is required")
+		return 2
+	}
 	secret, err := config.ReadSecretFile(*secretFile)
 	if err != nil {
 		fmt.Fprintf(stderr, "batchhook verify: %v\n", err)

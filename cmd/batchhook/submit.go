@@ -16,6 +16,7 @@ import (
 
 const submitUsage = `Usage:
   batchhook submit [--column NAME] [--strict] [--no-wait] [--json] [--admin URL] FILE|-
+  batchhook submit --dry-run [--column NAME] [--strict] FILE|-
 
 Sends a file of CPFs (one a line, or a CSV whose column NAME holds them) to
 the running daemon, which validates the check digits, drops duplicates,
@@ -24,6 +25,11 @@ provider's limits. Invalid lines are printed with their line numbers, masked.
 Then it waits until every batch is submitted (progress on a terminal) and
 prints the batch ids, one a line, or the submission as JSON.
 Exit status: 0 when every chunk was submitted, 1 otherwise.
+
+--dry-run validates and splits the file here, exactly as the daemon would
+(the same parser and the same split), and prints what would be submitted:
+nothing is sent and no daemon is needed. Exit status 0 when something would
+be submitted, 1 when nothing would (or, with --strict, any line is invalid).
 `
 
 type intakeReply struct {
@@ -52,8 +58,9 @@ type chunkRow struct {
 }
 
 type submissionReply struct {
-	ID     string     `json:"id"`
-	Chunks []chunkRow `json:"chunks"`
+	ID      string       `json:"id"`
+	Chunks  []chunkRow   `json:"chunks"`
+	Waiting *waitingInfo `json:"waiting"`
 }
 
 func submitCmd(ctx context.Context, args []string, e env) int {
@@ -65,13 +72,17 @@ func submitCmd(ctx context.Context, args []string, e env) int {
 	strict := fs.Bool("strict", false, "submit nothing when any line is invalid")
 	noWait := fs.Bool("no-wait", false, "print the submission id and return at once")
 	every := fs.Duration("poll", time.Second, "how often to ask the daemon for progress")
+	dryRun := fs.Bool("dry-run", false, "validate and split here; send nothing")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return 2
 	}
 	if len(pos) != 1 {
-		fmt.Fprint(e.stderr, "batchhook submit: give one FILE, or - for standard input\n")
+		fmt.Fprintf(e.stderr, "batchhook submit: give one FILE, or - for standard input\n%s", submitUsage)
 		return 2
+	}
+	if *dryRun {
+		return submitDryRun(pos[0], *column, *strict, *asJSON, e)
 	}
 	c, err := client()
 	if err != nil {
@@ -111,12 +122,13 @@ func submitCmd(ctx context.Context, args []string, e env) int {
 	for _, inv := range rc.Invalid {
 		fmt.Fprintf(e.stderr, "line %d: %s: %s\n", inv.Line, inv.Masked, inv.Reason)
 	}
-	fmt.Fprintf(e.stderr, "%d lines: %d valid CPFs, %d duplicates dropped, %d invalid\n", rc.Lines, rc.Valid, rc.Duplicates, len(rc.Invalid))
+	fmt.Fprintf(e.stderr, "%s: %s, %s dropped, %d invalid\n", plural(rc.Lines, "line", "lines"), plural(rc.Valid, "valid CPF", "valid CPFs"),
+		plural(rc.Duplicates, "duplicate", "duplicates"), len(rc.Invalid))
 	if rc.Error != "" {
 		fmt.Fprintf(e.stderr, "batchhook submit: %s\n", rc.Error)
 		return 1
 	}
-	fmt.Fprintf(e.stderr, "submission %s: %d batches to submit\n", rc.SubmissionID, rc.Chunks)
+	fmt.Fprintf(e.stderr, "submission %s: %s to submit\n", rc.SubmissionID, plural(rc.Chunks, "batch", "batches"))
 	if *noWait {
 		if *asJSON {
 			return exitOf(printJSON(e.stdout, raw), e.stderr)
@@ -131,6 +143,7 @@ func submitCmd(ctx context.Context, args []string, e env) int {
 // batch ids and says which chunks did not make it.
 func waitSubmitted(ctx context.Context, c *adminClient, id string, every time.Duration, asJSON bool, e env) int {
 	tty := isTerminal(e.stderr)
+	lastReason := ""
 	for {
 		raw, err := c.do(ctx, http.MethodGet, "/admin/submissions/"+url.PathEscape(id))
 		if err != nil {
@@ -146,8 +159,23 @@ func waitSubmitted(ctx context.Context, c *adminClient, id string, every time.Du
 			counts[ch.State]++
 		}
 		pending := counts["waiting"] + counts["sending"]
-		if tty {
-			fmt.Fprintf(e.stderr, "\rsubmitted %d/%d batches", counts["submitted"], len(sub.Chunks))
+		why := ""
+		if pending > 0 {
+			why = sub.Waiting.explain()
+		}
+		switch {
+		case tty:
+			line := fmt.Sprintf("submitted %d/%d batches", counts["submitted"], len(sub.Chunks))
+			if why != "" {
+				line += "; " + why
+			}
+			fmt.Fprintf(e.stderr, "\r\x1b[K%s", line)
+		case why != "" && sub.Waiting.Reason != lastReason:
+			// Not a terminal: one line each time the reason changes.
+			fmt.Fprintln(e.stderr, why)
+		}
+		if sub.Waiting != nil {
+			lastReason = sub.Waiting.Reason
 		}
 		if pending == 0 {
 			if tty {
@@ -180,12 +208,12 @@ func reportSubmitted(sub submissionReply, raw []byte, counts map[string]int, asJ
 	for _, ch := range sub.Chunks {
 		if ch.State == "failed" || ch.State == "submit_unknown" {
 			bad++
-			fmt.Fprintf(e.stderr, "chunk %d (%d CPFs) %s: %s\n", ch.Index, ch.CPFs, ch.State, ch.LastError)
+			fmt.Fprintf(e.stderr, "chunk %d (%s) %s: %s\n", ch.Index, plural(ch.CPFs, "CPF", "CPFs"), ch.State, ch.LastError)
 		}
 	}
 	if bad > 0 {
-		fmt.Fprintf(e.stderr, "batchhook submit: %d of %d batches were not submitted (%d failed, %d submit_unknown: see README)\n",
-			bad, len(sub.Chunks), counts["failed"], counts["submit_unknown"])
+		fmt.Fprintf(e.stderr, "batchhook submit: %d of %s not submitted (%d failed, %d submit_unknown: see README)\n",
+			bad, plural(len(sub.Chunks), "batch was", "batches were"), counts["failed"], counts["submit_unknown"])
 		return 1
 	}
 	return 0
@@ -346,6 +374,6 @@ func resubmitCmd(ctx context.Context, args []string, e env) int {
 	if err := json.Unmarshal(raw, &rc); err != nil {
 		return exitOf(fmt.Errorf("decode reply: %w", err), e.stderr)
 	}
-	fmt.Fprintf(e.stdout, "submission %s: %d CPFs of %s in %d batches\n", rc.SubmissionID, rc.Valid, ids[0], rc.Chunks)
+	fmt.Fprintf(e.stdout, "submission %s: %s of %s in %s\n", rc.SubmissionID, plural(rc.Valid, "CPF", "CPFs"), ids[0], plural(rc.Chunks, "batch", "batches"))
 	return 0
 }

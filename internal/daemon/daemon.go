@@ -122,19 +122,15 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 			if ln != nil && d.addr == nil {
 				ln.Close() // Start owns a listener handed to it
 			}
-			_ = d.Stop(context.Background())
+			// Quietly: the caller logs start_failed, and a "stopped"
+			// line before it would read as a clean stop.
+			_ = d.stop(context.Background(), false)
 		}
 	}()
 	cfg := d.cfg
-	for _, w := range cfg.Warnings {
-		ev := d.log.Warn().Str("component", "daemon").Str("event", w.Event).Str("variable", w.Variable)
-		if w.Path != "" {
-			ev = ev.Str("path", absPath(w.Path)).Str("mode", fmt.Sprintf("%04o", w.Mode))
-		}
-		ev.Msg(w.Message)
-	}
+	logWarnings(d.log, cfg.Warnings)
 	if d.store, err = store.Open(cfg.DataDir, LockTimeout); err != nil {
-		return err
+		return dirError("DATA_DIR", cfg.DataDir, err)
 	}
 	// Before any worker: Finish queues a delivery for each of these.
 	d.store.SetSinks(cfg.DeliverySinks())
@@ -154,7 +150,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 			Msg("the provider may have accepted this chunk; it is not sent again automatically (see README, submit_unknown)")
 	}
 	if d.sink, err = export.New(cfg.ExportDir); err != nil {
-		return err
+		return dirError("EXPORT_DIR", cfg.ExportDir, err)
 	}
 	if err := d.recoverExports(); err != nil {
 		return err
@@ -223,7 +219,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	}
 	d.admin, err = admin.New(admin.Options{
 		Store: d.store, Token: func() []byte { return *d.adminToken.Load() }, Metrics: d.metrics.Handler(),
-		Submissions: svc, Erasures: eraser, MaxSubmissionBytes: cfg.MaxSubmissionBytes, Retention: cfg.Retention,
+		Submissions: svc, SubmitWait: sub.Wait, Erasures: eraser, MaxSubmissionBytes: cfg.MaxSubmissionBytes, Retention: cfg.Retention,
 		Ready: d.ready, Warnings: d.warnings, Logger: d.log.With().Str("component", "admin").Logger(),
 		LogDropped: d.metrics.LogLineDropped, Payments: d.store, PaymentsEnabled: cfg.PaymentsEnabled(),
 		Rejected: d.store,
@@ -274,7 +270,9 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		Str("signing_secret_fingerprint", cfg.SigningSecret.Fingerprint()).
 		Str("api_key_fingerprint", cfg.APIKey.Fingerprint()).
 		Bool("payments", cfg.PaymentsEnabled()).Str("payments_webhook_path", paymentsPath(cfg)).
-		Str("payments_signing_secret_fingerprint", paymentsFingerprint(cfg)).Msg("batchhook is serving")
+		Str("payments_signing_secret_fingerprint", paymentsFingerprint(cfg)).
+		Int("submit_per_minute", cfg.SubmitPerMinute).Int("max_in_flight", cfg.MaxInFlight).
+		Strs("above_provider_limits", cfg.AboveProviderLimits()).Msg("batchhook is serving")
 	return nil
 }
 
@@ -335,7 +333,11 @@ func (d *Daemon) Deliveries(id string) ([]store.Delivery, error) { return d.stor
 // ShutdownTimeout or ctx), stops the workers (each puts its batch back at
 // its last checkpoint) and closes the database. Calling it again returns
 // the first result.
-func (d *Daemon) Stop(ctx context.Context) error {
+func (d *Daemon) Stop(ctx context.Context) error { return d.stop(ctx, true) }
+
+// stop is Stop; logStopped is false when Start fails, so that no "stopped"
+// line precedes the caller's start_failed.
+func (d *Daemon) stop(ctx context.Context, logStopped bool) error {
 	d.stopOnce.Do(func() {
 		var errs []error
 		d.listening.Store(false)
@@ -375,7 +377,9 @@ func (d *Daemon) Stop(ctx context.Context) error {
 			errs = append(errs, d.store.Close())
 		}
 		d.stopErr = errors.Join(errs...)
-		d.log.Info().Str("component", "daemon").Str("event", "stopped").Msg("batchhook stopped")
+		if logStopped {
+			d.log.Info().Str("component", "daemon").Str("event", "stopped").Msg("batchhook stopped")
+		}
 	})
 	return d.stopErr
 }
