@@ -29,17 +29,21 @@ type adminClient struct {
 func commonFlags(fs *flag.FlagSet) (asJSON *bool, client func() (*adminClient, error)) {
 	admin := fs.String("admin", "", "admin API URL (default $BATCHHOOK_ADMIN_URL or "+config.DefaultAdminURL+")")
 	asJSON = fs.Bool("json", false, "print JSON instead of a table")
-	return asJSON, func() (*adminClient, error) {
-		env, err := config.LoadClient()
-		if err != nil {
-			return nil, err
-		}
-		base := env.AdminURL
-		if *admin != "" {
-			base = *admin
-		}
-		return &adminClient{base: strings.TrimRight(base, "/"), token: env.Token, http: &http.Client{Timeout: 15 * time.Second}}, nil
+	return asJSON, func() (*adminClient, error) { return newAdminClient(*admin) }
+}
+
+// newAdminClient is the admin API client for the URL admin, or
+// $BATCHHOOK_ADMIN_URL (else the default) when it is empty.
+func newAdminClient(admin string) (*adminClient, error) {
+	env, err := config.LoadClient()
+	if err != nil {
+		return nil, err
 	}
+	base := env.AdminURL
+	if admin != "" {
+		base = admin
+	}
+	return &adminClient{base: strings.TrimRight(base, "/"), token: env.Token, http: &http.Client{Timeout: 15 * time.Second}}, nil
 }
 
 // apiError is a non-2xx reply of the admin API; body is the reply, for

@@ -125,12 +125,7 @@ func rejectedCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 // for them under secret. Without the whole body (over 8 KiB, a withheld
 // payments body, an erased one) only the header's form can be judged.
 func verifyRejected(id string, secret []byte, admin string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	_, client := commonFlags(fs)
-	if admin != "" {
-		_ = fs.Set("admin", admin)
-	}
-	c, err := client()
+	c, err := newAdminClient(admin)
 	if err != nil {
 		fmt.Fprintf(stderr, "batchhook verify: %v\n", err)
 		return 2
