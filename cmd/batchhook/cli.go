@@ -442,3 +442,26 @@ func oneLine(s string, max int) string {
 	}
 	return s
 }
+
+// getReply is the common part of the read-only commands: it builds the
+// admin client, GETs path and, with --json, prints the reply. done is
+// true when the command ends here with code (an error, said in the
+// command's words, or the JSON printed); otherwise raw is the reply to
+// show as a table.
+func getReply(ctx context.Context, command string, client func() (*adminClient, error), path string, asJSON bool,
+	stdout, stderr io.Writer) (raw []byte, code int, done bool) {
+	c, err := client()
+	if err != nil {
+		fmt.Fprintf(stderr, "batchhook %s: %v\n", strings.Fields(command)[0], err)
+		return nil, 2, true
+	}
+	raw, err = c.do(ctx, http.MethodGet, path)
+	if err != nil {
+		fmt.Fprintf(stderr, "batchhook %s: %v\n", command, explain(err))
+		return nil, 1, true
+	}
+	if asJSON {
+		return nil, exitOf(printJSON(stdout, raw), stderr), true
+	}
+	return raw, 0, false
+}

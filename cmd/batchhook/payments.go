@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"strconv"
 	"text/tabwriter"
@@ -78,18 +77,9 @@ func paymentsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "batchhook payments: bad arguments\n%s", paymentsUsage)
 		return 2
 	}
-	c, err := client()
-	if err != nil {
-		fmt.Fprintf(stderr, "batchhook payments: %v\n", err)
-		return 2
-	}
-	raw, err := c.do(ctx, http.MethodGet, path)
-	if err != nil {
-		fmt.Fprintf(stderr, "batchhook payments %s: %v\n", sub, explain(err))
-		return 1
-	}
-	if *asJSON {
-		return exitOf(printJSON(stdout, raw), stderr)
+	raw, code, done := getReply(ctx, "payments "+sub, client, path, *asJSON, stdout, stderr)
+	if done {
+		return code
 	}
 	if sub == "show" {
 		var p paymentRow

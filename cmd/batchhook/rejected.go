@@ -71,18 +71,9 @@ func rejectedCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "batchhook rejected: bad arguments\n%s", rejectedUsage)
 		return 2
 	}
-	c, err := client()
-	if err != nil {
-		fmt.Fprintf(stderr, "batchhook rejected: %v\n", err)
-		return 2
-	}
-	raw, err := c.do(ctx, http.MethodGet, path)
-	if err != nil {
-		fmt.Fprintf(stderr, "batchhook rejected %s: %v\n", sub, explain(err))
-		return 1
-	}
-	if *asJSON {
-		return exitOf(printJSON(stdout, raw), stderr)
+	raw, code, done := getReply(ctx, "rejected "+sub, client, path, *asJSON, stdout, stderr)
+	if done {
+		return code
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 2, 2, ' ', 0)
 	if sub == "show" {
