@@ -213,7 +213,7 @@ func storeError(c echo.Context, err error) error {
 	case errors.Is(err, store.ErrNotFound):
 		return fail(c, http.StatusNotFound, "not_found")
 	case errors.Is(err, store.ErrState):
-		return fail(c, http.StatusConflict, err.Error())
+		return fail(c, http.StatusConflict, conflictReason(err))
 	case errors.Is(err, store.ErrAmbiguous):
 		return fail(c, http.StatusBadRequest, err.Error())
 	case errors.Is(err, store.ErrBadCursor):
