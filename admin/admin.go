@@ -33,6 +33,9 @@ import (
 // retention), store.ErrBadCursor (400).
 type Store interface {
 	Get(id string) (*store.Batch, error)
+	// FindBatch looks a batch up by its id or a unique prefix of it (an
+	// error wrapping store.ErrAmbiguous when several match).
+	FindBatch(prefix string) (*store.Batch, error)
 	List(state store.State, limit int, cursor string) ([]store.Batch, string, error)
 	Refetch(id string, retention time.Duration, now time.Time) (*store.Batch, error)
 	ListQuarantined(limit int, cursor string) ([]store.Quarantined, string, error)
