@@ -85,7 +85,12 @@ func paymentsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	raw, err := c.do(ctx, http.MethodGet, path)
 	if err != nil {
-		fmt.Fprintf(stderr, "batchhook payments %s: %v\n", sub, explain(err))
+		if sub == "show" {
+			err = notFound(err, "no payment event "+pos[0])
+		} else {
+			err = explain(err)
+		}
+		fmt.Fprintf(stderr, "batchhook payments %s: %v\n", sub, err)
 		return 1
 	}
 	if *asJSON {
