@@ -33,6 +33,9 @@ import (
 // retention), store.ErrBadCursor (400).
 type Store interface {
 	Get(id string) (*store.Batch, error)
+	// FindBatch looks a batch up by its id or a unique prefix of it (an
+	// error wrapping store.ErrAmbiguous when several match).
+	FindBatch(prefix string) (*store.Batch, error)
 	List(state store.State, limit int, cursor string) ([]store.Batch, string, error)
 	Refetch(id string, retention time.Duration, now time.Time) (*store.Batch, error)
 	ListQuarantined(limit int, cursor string) ([]store.Quarantined, string, error)
@@ -213,7 +216,7 @@ func storeError(c echo.Context, err error) error {
 	case errors.Is(err, store.ErrNotFound):
 		return fail(c, http.StatusNotFound, "not_found")
 	case errors.Is(err, store.ErrState):
-		return fail(c, http.StatusConflict, err.Error())
+		return fail(c, http.StatusConflict, conflictReason(err))
 	case errors.Is(err, store.ErrAmbiguous):
 		return fail(c, http.StatusBadRequest, err.Error())
 	case errors.Is(err, store.ErrBadCursor):

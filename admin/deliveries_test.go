@@ -107,6 +107,9 @@ func TestDeliveryRoutes(t *testing.T) {
 		if code != c.code || !strings.Contains(body["error"].(string), c.text) {
 			t.Errorf("POST %s = %d %v, want %d with %q", c.path, code, body, c.code, c.text)
 		}
+		if reason, _ := body["error"].(string); code == 409 && hasStateTail(reason) {
+			t.Errorf("POST %s: reply %q ends with the store's generic state-conflict text", c.path, reason)
+		}
 	}
 	for _, path := range []string{"/admin/deliveries", "/admin/deliveries?state=lost", "/admin/deliveries?state=failed&cursor=zz"} {
 		if code, _ := call(t, "GET", srv.URL+path); code != 400 {

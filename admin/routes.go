@@ -122,8 +122,10 @@ func (s *Server) listBatches(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
+// showBatch accepts a unique prefix of the id as well (read-only: the
+// actions on a batch take its whole id).
 func (s *Server) showBatch(c echo.Context) error {
-	b, err := s.o.Store.Get(c.Param("id"))
+	b, err := s.o.Store.FindBatch(c.Param("id"))
 	if err != nil {
 		return storeError(c, err)
 	}

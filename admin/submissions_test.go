@@ -110,8 +110,10 @@ func TestTrackAndUnknownChunks(t *testing.T) {
 	if code, _, raw := send(t, "POST", srv.URL+"/admin/submissions/s1/chunks/0/resend", "", ""); code != http.StatusAccepted || !strings.Contains(raw, `"state":"waiting"`) {
 		t.Fatalf("resend = %d %s", code, raw)
 	}
-	if code, _, _ := send(t, "POST", srv.URL+"/admin/submissions/s1/chunks/0/resend", "", ""); code != http.StatusConflict {
+	if code, out, _ := send(t, "POST", srv.URL+"/admin/submissions/s1/chunks/0/resend", "", ""); code != http.StatusConflict {
 		t.Fatalf("resend of a waiting chunk = %d, want 409", code)
+	} else if reason, _ := out["error"].(string); !strings.HasSuffix(reason, "only failed or submit_unknown chunks are resent") || hasStateTail(reason) {
+		t.Fatalf("resend of a waiting chunk: reply %q, want it to end with the rule", reason)
 	}
 	if code, _, _ := send(t, "POST", srv.URL+"/admin/submissions/s1/chunks/7/resend", "", ""); code != http.StatusNotFound {
 		t.Fatalf("resend of a missing chunk = %d, want 404", code)

@@ -373,6 +373,9 @@ func validateBaseURL(raw string) error {
 		return errors.New("required")
 	}
 	shown, hidden := quoteURL(raw), strings.ContainsAny(raw, "@?#")
+	if !strings.Contains(raw, "://") { // before url.Parse: "127.0.0.1:8081" fails there with a colon error
+		return fmt.Errorf("%s must be an absolute http or https URL%s", shown, schemeHint(raw))
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		var ue *url.Error

@@ -70,6 +70,10 @@ func TestURLWithoutSchemeSaysAddIt(t *testing.T) {
 	for _, tc := range []struct{ name, value, want string }{
 		{"API_BASE_URL", "provider.example/base", "BATCHHOOK_API_BASE_URL"},
 		{"API_BASE_URL", "localhost:8080", "BATCHHOOK_API_BASE_URL"},
+		{"API_BASE_URL", "127.0.0.1:8081", "BATCHHOOK_API_BASE_URL"},
+		{"API_BASE_URL", "127.0.0.1:8081/v1", "BATCHHOOK_API_BASE_URL"},
+		{"API_BASE_URL", "[::1]:8081", "BATCHHOOK_API_BASE_URL"},
+		{"HTTP_SINK_URL", "127.0.0.1:9000/hook", "BATCHHOOK_HTTP_SINK_URL"},
 		{"HTTP_SINK_URL", "receiver.example/hook", "BATCHHOOK_HTTP_SINK_URL"},
 	} {
 		t.Run(tc.value, func(t *testing.T) {

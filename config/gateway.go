@@ -79,6 +79,8 @@ func validateServiceURL(raw string) error {
 	shown := quoteURL(raw)
 	u, err := url.Parse(raw)
 	switch {
+	case !strings.Contains(raw, "://"): // "127.0.0.1:8081" does not even parse
+		return fmt.Errorf("%s must be an absolute http or https URL%s", shown, schemeHint(raw))
 	case err != nil:
 		return fmt.Errorf("%s is not a URL", shown)
 	case u.User != nil:

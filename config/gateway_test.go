@@ -55,3 +55,17 @@ func TestLoadGatewayErrorsNameTheVariable(t *testing.T) {
 		})
 	}
 }
+
+// TestServiceURLWithoutSchemeSaysAddIt: an IP address with a port and no
+// scheme gets the same hint as a host name, not url.Parse's colon error.
+func TestServiceURLWithoutSchemeSaysAddIt(t *testing.T) {
+	for _, v := range []string{"127.0.0.1:8081", "localhost:8081", "gw.example/api"} {
+		t.Run(v, func(t *testing.T) {
+			t.Setenv(Var("SANDBOX_URL"), v)
+			_, err := LoadGateway()
+			if err == nil || !strings.Contains(err.Error(), "BATCHHOOK_SANDBOX_URL") || !strings.Contains(err.Error(), "add http:// or https://") {
+				t.Fatalf("error %v, want one naming BATCHHOOK_SANDBOX_URL and saying add http:// or https://", err)
+			}
+		})
+	}
+}

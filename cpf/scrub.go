@@ -1,6 +1,7 @@
 package cpf
 
 import (
+	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -24,7 +25,44 @@ const maxSeparators = 3
 // (a CPF glued to other digits is still in it); shorter numbers are kept.
 // Use it on every text a provider wrote (error bodies, statuses) before it
 // reaches a log line or an error string: a provider may echo a CPF back.
+//
+// UUID-shaped tokens (8-4-4-4-12 hex digits) are kept whole: batch,
+// transaction and entry ids are UUIDs, and their hex groups can hold a
+// CPF-shaped run ("aa03-837033977a3c"), which would mangle the one value an
+// operator needs to quote. A UUID is not where personal data is written.
 func Scrub(s string) string {
+	var out strings.Builder
+	last := 0 // s[last:] is not yet written
+	for _, sp := range uuidShape.FindAllStringIndex(s, -1) {
+		if !standsAlone(s, sp[0], sp[1]) {
+			continue
+		}
+		out.WriteString(scrubDigits(s[last:sp[0]]))
+		out.WriteString(s[sp[0]:sp[1]])
+		last = sp[1]
+	}
+	if last == 0 {
+		return scrubDigits(s)
+	}
+	out.WriteString(scrubDigits(s[last:]))
+	return out.String()
+}
+
+// uuidShape matches a UUID in its canonical text form.
+var uuidShape = regexp.MustCompile(`[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}`)
+
+// standsAlone reports whether s[start:end] is not part of a longer run of
+// hex digits and hyphens: "52998224725-…" glued to more digits is not a
+// UUID and keeps being scrubbed.
+func standsAlone(s string, start, end int) bool {
+	inRun := func(c byte) bool {
+		return c == '-' || ('0' <= c && c <= '9') || ('a' <= c && c <= 'f') || ('A' <= c && c <= 'F')
+	}
+	return (start == 0 || !inRun(s[start-1])) && (end == len(s) || !inRun(s[end]))
+}
+
+// scrubDigits masks the CPF-shaped digit runs of s (see Scrub).
+func scrubDigits(s string) string {
 	var out strings.Builder
 	last := 0 // s[last:i] is not yet copied
 	for i := 0; i < len(s); {

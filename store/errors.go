@@ -8,9 +8,12 @@ var ErrNotFound = errors.New("not found")
 // ErrLocked is returned by Open when another process holds the database.
 var ErrLocked = errors.New("database is locked by another process")
 
-// ErrState is returned when a transition is asked of a batch in a state that
-// does not allow it (for example a checkpoint on a batch no longer fetching).
-var ErrState = errors.New("batch is not in the expected state")
+// ErrState is returned when a transition is asked of a record (batch,
+// delivery, chunk, payment event) in a state that does not allow it (for
+// example a checkpoint on a batch no longer fetching). Its text is neutral
+// because it ends wrapped errors that already say what the conflict is;
+// the admin API drops it from its replies.
+var ErrState = errors.New("state conflict")
 
 // ErrBadCursor is returned by the list methods for a cursor they did not issue.
 var ErrBadCursor = errors.New("bad cursor")

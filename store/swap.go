@@ -159,9 +159,8 @@ func finishSwap(res SwapResult, dir, tmp string, want Summary, keep bool, now ti
 		return res, fmt.Errorf("the new database's key counts %v differ from the source's %v", got.Buckets, want.Buckets)
 	}
 	if keep {
-		res.Kept = filepath.Join(dir, FileName+".bak-"+now.UTC().Format("20060102T150405Z"))
-		if err := os.Link(path, res.Kept); err != nil {
-			return res, fmt.Errorf("keep the current database as %s: %w", res.Kept, err)
+		if res.Kept, err = keepAs(dir, path, now); err != nil {
+			return res, err
 		}
 	}
 	if err := syncDir(dir); err != nil {

@@ -75,7 +75,7 @@ func TestRestoreSwapsInTheBackupAndKeepsTheOld(t *testing.T) {
 	if has(t, db, "only-old") || !has(t, db, "old-2") {
 		t.Fatal("the restored database is not the backup")
 	}
-	wantKept := filepath.Join(dir, "batchhook.db.bak-20261124T160000Z")
+	wantKept := filepath.Join(dir, "batchhook.db.bak-20261124T160000.000000000Z")
 	if res.Kept != wantKept || !has(t, wantKept, "only-old") {
 		t.Fatalf("kept %q, want %q holding the previous database", res.Kept, wantKept)
 	}

@@ -128,6 +128,7 @@ type batchRow struct {
 	PollAttempts  int        `json:"poll_attempts"`
 	NextPollAt    *time.Time `json:"next_poll_at"`
 	ExportRemoved bool       `json:"export_removed"`
+	Refetches     int        `json:"refetches"`
 	Tombstone     *struct {
 		PurgedAt       time.Time `json:"purged_at"`
 		ExportPurgedAt time.Time `json:"export_purged_at"`
@@ -145,7 +146,9 @@ const batchesUsage = `Usage:
   batchhook batches refetch ID [--json] [--admin URL]
   batchhook batches redeliver ID --sink NAME [--json] [--admin URL]
 
-Talks to the running daemon's admin API. Environment: BATCHHOOK_ADMIN_URL
+Talks to the running daemon's admin API. For show, ID may be the first
+characters of a batch id, when no other batch starts so; refetch and
+redeliver take the whole id. Environment: BATCHHOOK_ADMIN_URL
 (default http://127.0.0.1:9090), BATCHHOOK_ADMIN_TOKEN or
 BATCHHOOK_ADMIN_TOKEN_FILE.
 `
@@ -250,8 +253,8 @@ func batches(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !b.ReceivedAt.IsZero() {
 		rows = append(rows, [2]string{"received", b.ReceivedAt.UTC().Format(time.RFC3339)}, [2]string{"delivery attempt", fmt.Sprint(b.Attempt)})
 	}
-	rows = append(rows, [2]string{"pages", fmt.Sprint(b.Pages)}, [2]string{"items", fmt.Sprint(b.Items)},
-		[2]string{"fetch attempts", fmt.Sprint(b.FetchAttempts)})
+	rows = append(rows, [2]string{"pages", fmt.Sprint(b.Pages)}, [2]string{"items", fmt.Sprint(b.Items)})
+	rows = append(rows, fetchRows(b)...)
 	if b.NextAttemptAt != nil {
 		rows = append(rows, [2]string{"next attempt", b.NextAttemptAt.UTC().Format(time.RFC3339)})
 	}
@@ -447,8 +450,8 @@ func oneLine(s string, max int) string {
 // admin client, GETs path and, with --json, prints the reply. done is
 // true when the command ends here with code (an error, said in the
 // command's words, or the JSON printed); otherwise raw is the reply to
-// show as a table.
-func getReply(ctx context.Context, command string, client func() (*adminClient, error), path string, asJSON bool,
+// show as a table. A 404 is said as notFoundMsg when it is not empty.
+func getReply(ctx context.Context, command string, client func() (*adminClient, error), path, notFoundMsg string, asJSON bool,
 	stdout, stderr io.Writer) (raw []byte, code int, done bool) {
 	c, err := client()
 	if err != nil {
@@ -457,7 +460,12 @@ func getReply(ctx context.Context, command string, client func() (*adminClient, 
 	}
 	raw, err = c.do(ctx, http.MethodGet, path)
 	if err != nil {
-		fmt.Fprintf(stderr, "batchhook %s: %v\n", command, explain(err))
+		if notFoundMsg != "" {
+			err = notFound(err, notFoundMsg)
+		} else {
+			err = explain(err)
+		}
+		fmt.Fprintf(stderr, "batchhook %s: %v\n", command, err)
 		return nil, 1, true
 	}
 	if asJSON {

@@ -51,7 +51,9 @@ refunds it (with the client of "batchhook sandbox"); the simulator signs
 each payment webhook with a payments secret the demo generates and sends
 it to the daemon's payments endpoint, and the demo checks that the day
 files under EXPORT_DIR/payments hold each event once, with the provider's
-bytes, before it prints "payments: <files> (…)".
+bytes, before it prints "payments: <files> (…)". The payments secret is kept
+in the demo directory (payments-signing-secret, 0600), and the printed serve
+command names it.
 `
 
 func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -106,6 +108,9 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 type demoResult struct {
 	batchID    string
 	exportPath string
+	// payments: the demo ran with --payments, and its payments secret is
+	// in demoPaymentsSecretFile.
+	payments bool
 }
 
 // runDemo runs the pipeline in dir (0700, from os.MkdirTemp). Its
@@ -113,8 +118,13 @@ type demoResult struct {
 // run again on a kept directory (printNextSteps).
 func runDemo(ctx context.Context, dir string, n int, timeout time.Duration, withHTTP, withPayments bool, stdout, stderr io.Writer) (demoResult, error) {
 	start := time.Now()
-	secret, apiKey := randomHex(32), randomHex(16)
-	for name, v := range map[string]string{demoSecretFile: secret, demoAPIKeyFile: apiKey} {
+	secret, apiKey, paySecret := randomHex(32), randomHex(16), ""
+	files := map[string]string{demoSecretFile: secret, demoAPIKeyFile: apiKey}
+	if withPayments {
+		paySecret = randomHex(32)
+		files[demoPaymentsSecretFile] = paySecret
+	}
+	for name, v := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(v), 0o600); err != nil {
 			return demoResult{}, fmt.Errorf("write demo secret: %w", err)
 		}
@@ -140,7 +150,6 @@ func runDemo(ctx context.Context, dir string, n int, timeout time.Duration, with
 		ProcessingDelay: time.Second,
 	}
 	if withPayments {
-		paySecret := randomHex(32)
 		cfg.PaymentsSigningSecret = config.Secret(paySecret)
 		simOpts.PaymentsWebhookURL = "http://" + ln.Addr().String() + cfg.PaymentsWebhookPath
 		simOpts.PaymentsSigningSecret = []byte(paySecret)
@@ -211,7 +220,7 @@ func runDemo(ctx context.Context, dir string, n int, timeout time.Duration, with
 		fmt.Fprintf(stdout, "payments: %s (%d events: %s; each once, bytes as signed)\n",
 			strings.Join(files, ", "), len(flows), describeFlows(flows))
 	}
-	return demoResult{batchID: id, exportPath: b.ExportPath}, nil
+	return demoResult{batchID: id, exportPath: b.ExportPath, payments: withPayments}, nil
 }
 
 // waitFinal polls the batch record until it is final, ctx ends or timeout passes.

@@ -13,6 +13,9 @@ import (
 const (
 	demoSecretFile = "signing-secret"
 	demoAPIKeyFile = "api-key"
+	// demoPaymentsSecretFile holds the payments signing secret (--payments
+	// only): without it the printed serve command would turn payments off.
+	demoPaymentsSecretFile = "payments-signing-secret"
 )
 
 // demoNextAddrs are the loopback addresses the printed serve command uses:
@@ -36,7 +39,7 @@ func printNextSteps(w io.Writer, dir string, res demoResult, keep bool) {
 	fmt.Fprintf(w, "next, on the kept directory (the demo's daemon and simulator have stopped):\n")
 	fmt.Fprintf(w, "  the export: %s (results.ndjson, manifest.json)\n", res.exportPath)
 	fmt.Fprintf(w, "  the daemon again, on its database (the batch is exported: no simulator needed):\n")
-	fmt.Fprintf(w, "    %s batchhook serve\n", strings.Join(demoServeEnv(dir), " "))
+	fmt.Fprintf(w, "    %s batchhook serve\n", strings.Join(demoServeEnv(dir, res.payments), " "))
 	fmt.Fprintf(w, "  then, in another shell (the CLI's default admin URL is http://%s):\n", demoNextAdmin)
 	fmt.Fprintf(w, "    batchhook batches list\n    batchhook batches show %s\n", res.batchID)
 	fmt.Fprintf(w, "  Ctrl-C stops the daemon; rm -rf %s when done. (batchhook not found: README \"Install\".)\n", shellQuote(dir))
@@ -44,9 +47,10 @@ func printNextSteps(w io.Writer, dir string, res demoResult, keep bool) {
 }
 
 // demoServeEnv is the environment printNextSteps gives "batchhook serve"
-// on a kept demo directory, as shell assignments.
-func demoServeEnv(dir string) []string {
-	return []string{
+// on a kept demo directory, as shell assignments; with payments, the
+// payments secret too, so that the daemon keeps receiving payment events.
+func demoServeEnv(dir string, payments bool) []string {
+	env := []string{
 		"BATCHHOOK_DATA_DIR=" + shellQuote(filepath.Join(dir, "data")),
 		"BATCHHOOK_SIGNING_SECRET_FILE=" + shellQuote(filepath.Join(dir, demoSecretFile)),
 		"BATCHHOOK_API_KEY_FILE=" + shellQuote(filepath.Join(dir, demoAPIKeyFile)),
@@ -55,6 +59,10 @@ func demoServeEnv(dir string) []string {
 		"BATCHHOOK_ADMIN_ADDR=" + demoNextAdmin,
 		"BATCHHOOK_LOG_FORMAT=console",
 	}
+	if payments {
+		env = append(env, "BATCHHOOK_PAYMENTS_SIGNING_SECRET_FILE="+shellQuote(filepath.Join(dir, demoPaymentsSecretFile)))
+	}
+	return env
 }
 
 var shellSafe = regexp.MustCompile(`^[A-Za-z0-9/._+-]+$`)

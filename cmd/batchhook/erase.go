@@ -141,11 +141,7 @@ func printErasure(w io.Writer, r erasureRow) error {
 		fmt.Fprintf(tw, "body\t%s %s: replaced by a tombstone\n", b.Kind, b.ID)
 	}
 	for _, p := range r.Payments {
-		line := fmt.Sprintf("payment\tevent %d: body dropped, its sha256 kept", p.Seq)
-		if len(p.Sinks) > 0 {
-			line += "; already received by " + strings.Join(p.Sinks, ", ") + ": erase there too"
-		}
-		fmt.Fprintln(tw, line)
+		fmt.Fprintln(tw, paymentErasureLine(p.Seq, p.Sinks))
 	}
 	for _, id := range r.Unrewritten {
 		fmt.Fprintf(tw, "NOT DONE\t%s: its export could not be rewritten and may still hold the CPF (log: erasure_export_failed); erase again once fixed\n", id)
@@ -197,4 +193,24 @@ func erasuresCmd(ctx context.Context, args []string, e env) int {
 			len(r.Batches), items, len(r.Chunks), len(r.Bodies), sinks, r.Previous)
 	}
 	return exitOf(tw.Flush(), e.stderr)
+}
+
+// paymentErasureLine describes one erased payment event. The file payment
+// sink's day files (EXPORT_DIR/payments) are rewritten by the erasure
+// itself, so only the other sinks still hold the body and need erasing by
+// hand.
+func paymentErasureLine(seq uint64, sinks []string) string {
+	line := fmt.Sprintf("payment\tevent %d: body dropped, its sha256 kept", seq)
+	var others []string
+	for _, s := range sinks {
+		if s == "file" {
+			line += "; its line removed from EXPORT_DIR/payments"
+			continue
+		}
+		others = append(others, s)
+	}
+	if len(others) > 0 {
+		line += "; already received by " + strings.Join(others, ", ") + ": erase there too"
+	}
+	return line
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/batchhook/batchhook/config"
@@ -50,6 +51,15 @@ func offlineFlags(fs *flag.FlagSet, usage string, args []string, stderr io.Write
 	if dirs, err = config.LoadOffline(*dataDir); err != nil {
 		fmt.Fprintf(stderr, "batchhook %s: %v\n", fs.Name(), err)
 		return nil, dirs, 2
+	}
+	// Absolute, so that every path printed (the directory, the kept copy,
+	// leftovers) can be pasted from any working directory.
+	if dirs.DataDir, err = filepath.Abs(dirs.DataDir); err == nil {
+		dirs.ExportDir, err = filepath.Abs(dirs.ExportDir)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "batchhook %s: %v\n", fs.Name(), err)
+		return nil, dirs, 1
 	}
 	return pos, dirs, -1
 }

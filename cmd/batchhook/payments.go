@@ -77,7 +77,11 @@ func paymentsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "batchhook payments: bad arguments\n%s", paymentsUsage)
 		return 2
 	}
-	raw, code, done := getReply(ctx, "payments "+sub, client, path, *asJSON, stdout, stderr)
+	notFoundMsg := ""
+	if sub == "show" {
+		notFoundMsg = "no payment event " + pos[0]
+	}
+	raw, code, done := getReply(ctx, "payments "+sub, client, path, notFoundMsg, *asJSON, stdout, stderr)
 	if done {
 		return code
 	}

@@ -71,7 +71,7 @@ func rejectedCmd(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "batchhook rejected: bad arguments\n%s", rejectedUsage)
 		return 2
 	}
-	raw, code, done := getReply(ctx, "rejected "+sub, client, path, *asJSON, stdout, stderr)
+	raw, code, done := getReply(ctx, "rejected "+sub, client, path, "", *asJSON, stdout, stderr)
 	if done {
 		return code
 	}

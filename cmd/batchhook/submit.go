@@ -281,6 +281,7 @@ func submissionsCmd(ctx context.Context, args []string, e env) int {
 			fmt.Fprintf(e.stdout, "chunk %s of %s is queued again\n", pos[1], pos[0])
 			return 0
 		}
+		err = resendNotFound(ctx, c, err, pos[0], pos[1])
 	default:
 		fmt.Fprintf(e.stderr, "batchhook submissions: bad arguments\n%s", submissionsUsage)
 		return 2
