@@ -46,10 +46,20 @@ freeport() {
     fi
   done
 }
-# waitport waits (10 s at most) until something accepts on 127.0.0.1:$1.
+# waitport port pid log: waits (10 s at most) until 127.0.0.1:port accepts
+# while our process pid still runs (a port taken meanwhile by someone else
+# makes ours exit: then its log is shown, and nothing else is loaded).
 waitport() {
   for _ in $(seq 100); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+    if ! kill -0 "$2" 2>/dev/null; then
+      echo "compare: the server for port $1 exited:" >&2
+      cat "$3" >&2
+      return 1
+    fi
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
+      sleep 0.2
+      if kill -0 "$2" 2>/dev/null; then return 0; fi
+    fi
     sleep 0.1
   done
   echo "compare: nothing listens on 127.0.0.1:$1 after 10 s" >&2
@@ -79,9 +89,9 @@ BATCHHOOK_SIGNING_SECRET_FILE="$work/secret" BATCHHOOK_API_KEY=unused BATCHHOOK_
 BATCHHOOK_DATA_DIR="$work/data" BATCHHOOK_FETCH_WORKERS=0 BATCHHOOK_LOG_LEVEL=warn "$bh" serve > "$work/serve.log" 2>&1 &
 daemon=$!
 pids+=("$daemon")
-waitport "$bare_port"
-waitport "$daemon_port"
-waitport "$admin_port"
+waitport "$bare_port" "$bare" "$work/bare.log"
+waitport "$daemon_port" "$daemon" "$work/serve.log"
+waitport "$admin_port" "$daemon" "$work/serve.log"
 
 if [ "${BENCH_GENERATOR:-}" = builtin ] || ! command -v wrk > /dev/null || ! perl -MDigest::SHA -e 1 2> /dev/null; then
   why="wrk or perl's Digest::SHA not found"
