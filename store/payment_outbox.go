@@ -353,8 +353,12 @@ func (s *Store) PaymentFailures(sink string) ([]PaymentFailure, error) {
 // the sink read the body before the erasure and has it now, so the record
 // must say so (DECISIONS 24), even when the erasure is already done.
 func noteErasedDeliveries(tx *bolt.Tx, sink string, after, through uint64) error {
+	bodies := tx.Bucket(bucketPaymentBodies)
 	c := tx.Bucket(bucketPaymentEvents).Cursor()
 	for k, v := c.Seek(seqKey(after + 1)); k != nil && binary.BigEndian.Uint64(k) <= through; k, v = c.Next() {
+		if bodies.Get(k) != nil {
+			continue // body still kept: not erased, nothing to decode
+		}
 		var e PaymentEvent
 		if err := json.Unmarshal(v, &e); err != nil {
 			return fmt.Errorf("decode payment event %d: %w", binary.BigEndian.Uint64(k), err)
