@@ -1,7 +1,6 @@
 package receiver
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -142,7 +141,7 @@ func (s *Server) servePayment(c echo.Context) (string, error) {
 			BodySHA256: bodySHA, TransactionID: transactionID(fields),
 		}
 		var created bool
-		seq, created, err = p.Store.RecordPayment(e, bytes.Clone(body))
+		seq, created, err = p.Store.RecordPayment(e, body) // the store copies it
 		if err != nil {
 			return s.storeFailed(c, log, err)
 		}

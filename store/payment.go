@@ -171,7 +171,8 @@ func (s *Store) PaymentKnown(dedupKey string) (uint64, bool, error) {
 // RecordPayment appends e with its body raw to the log, in one durable
 // transaction, unless an event with the same DedupKey is logged already:
 // then it writes nothing and returns that event's seq and false. e.Seq is
-// assigned here. The payment sinks are woken after the commit.
+// assigned here. The payment sinks are woken after the commit. raw is
+// copied, so the caller may reuse its buffer once this returns.
 func (s *Store) RecordPayment(e PaymentEvent, raw []byte) (seq uint64, created bool, err error) {
 	if e.DedupKey == "" {
 		return 0, false, errors.New("record payment event: empty dedup key")
