@@ -114,6 +114,12 @@ type Config struct {
 	// RejectedKeep is how many rejected (401) deliveries are kept for
 	// `batchhook verify --rejected` (0 keeps none).
 	RejectedKeep int `split_words:"true" default:"100"`
+	// PprofAddr, when set, serves Go's profiles (net/http/pprof) on this
+	// loopback host:port, for measuring the ack path (README,
+	// Performance). Off by default; never on the webhook or admin
+	// listener, and refused on anything but loopback: a profile shows
+	// memory, which holds personal data.
+	PprofAddr string `split_words:"true"`
 
 	// Downstream delivery (issue 11, sinks.go). Sinks is a comma list of
 	// file, http, exec, kafka, nats.
@@ -235,6 +241,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%s or %s: required when %s (%s) is not a loopback address",
 			Var("ADMIN_TOKEN"), Var("ADMIN_TOKEN_FILE"), Var("ADMIN_ADDR"), c.AdminAddr)
 	}
+	if err := validPprofAddr(c.PprofAddr); err != nil {
+		return err
+	}
 	if err := validateBaseURL(c.APIBaseURL); err != nil {
 		return fmt.Errorf("%s: %w", Var("API_BASE_URL"), err)
 	}
@@ -346,6 +355,31 @@ func maybeLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip == nil || ip.IsLoopback()
+}
+
+// validPprofAddr accepts "" (off) or a host:port whose host is a loopback
+// IP or "localhost"; the bound address is checked again (CheckPprofBound).
+func validPprofAddr(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%s: %q is not host:port: %w", Var("PPROF_ADDR"), addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("%s: %q must be on loopback (127.0.0.1:PORT, [::1]:PORT or localhost:PORT): profiles show the daemon's memory", Var("PPROF_ADDR"), addr)
+	}
+	return nil
+}
+
+// CheckPprofBound refuses a profile listener the kernel bound to anything
+// but loopback.
+func CheckPprofBound(bound net.Addr) error {
+	if tcp, ok := bound.(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("%s: bound to %s, which is not a loopback address", Var("PPROF_ADDR"), bound)
 }
 
 // CheckAdminBound refuses an admin listener bound to anything but a

@@ -35,7 +35,7 @@ var shortNames = []string{
 	"SUBMIT_PER_MINUTE", "MAX_IN_FLIGHT", "RECONCILE_AFTER", "STATUS_FIELD",
 	"MAX_SUBMISSION_BYTES", "RESUBMIT_FIELD", "RESUBMIT_VALUES", "ITEM_CPF_FIELD",
 	"REPAIR_PERMISSIONS",
-	"MAX_CONNECTIONS", "MEMORY_LIMIT", "TRUSTED_PROXIES", "REJECTED_KEEP",
+	"MAX_CONNECTIONS", "MEMORY_LIMIT", "TRUSTED_PROXIES", "REJECTED_KEEP", "PPROF_ADDR",
 	"SINKS", "SINK_WORKERS", "HTTP_SINK_URL", "HTTP_SINK_SECRET", "HTTP_SINK_SECRET_FILE", "HTTP_SINK_MAX_ITEMS",
 	"HTTP_SINK_TIMEOUT", "EXEC_SINK_COMMAND", "EXEC_SINK_TIMEOUT", "EXEC_SINK_LOG_OUTPUT",
 	"KAFKA_BROKERS", "KAFKA_TOPIC", "KAFKA_TRANSACTIONAL_ID", "KAFKA_TLS", "KAFKA_TLS_CA_FILE", "KAFKA_SASL_MECHANISM",
@@ -211,7 +211,7 @@ func TestLoadIgnoresUnprefixedVariables(t *testing.T) {
 		"SUBMIT_PER_MINUTE": "0", "MAX_IN_FLIGHT": "-1", "RECONCILE_AFTER": "0s", "STATUS_FIELD": "unprefixed",
 		"MAX_SUBMISSION_BYTES": "1", "RESUBMIT_FIELD": "unprefixed", "RESUBMIT_VALUES": ",", "ITEM_CPF_FIELD": "unprefixed",
 		"REPAIR_PERMISSIONS": "true",
-		"MAX_CONNECTIONS":    "0", "MEMORY_LIMIT": "lots", "TRUSTED_PROXIES": "0.0.0.0/0", "REJECTED_KEEP": "-1",
+		"MAX_CONNECTIONS":    "0", "MEMORY_LIMIT": "lots", "TRUSTED_PROXIES": "0.0.0.0/0", "REJECTED_KEEP": "-1", "PPROF_ADDR": "0.0.0.0:6060",
 		"SINKS": "s3", "SINK_WORKERS": "0", "HTTP_SINK_URL": "ftp://x", "HTTP_SINK_SECRET": "plain",
 		"HTTP_SINK_SECRET_FILE": "/nonexistent/hook", "HTTP_SINK_MAX_ITEMS": "0", "HTTP_SINK_TIMEOUT": "0s",
 		"EXEC_SINK_COMMAND": "not json", "EXEC_SINK_TIMEOUT": "0s", "EXEC_SINK_LOG_OUTPUT": "true",
@@ -681,5 +681,25 @@ func TestMemoryLimitBytes(t *testing.T) {
 				t.Errorf("MEMORY_LIMIT=%s: %d, %v; want %d, %v", tt.value, got, set, tt.want, tt.set)
 			}
 		})
+	}
+}
+
+// The profile listener is off by default and only ever on loopback.
+func TestPprofAddrIsLoopbackOnly(t *testing.T) {
+	requiredEnv(t)
+	if got := mustLoad(t).PprofAddr; got != "" {
+		t.Fatalf("PprofAddr defaults to %q, want off", got)
+	}
+	for _, addr := range []string{"0.0.0.0:6060", ":6060", "10.0.0.1:6060", "example.com:6060", "6060"} {
+		t.Setenv("BATCHHOOK_PPROF_ADDR", addr)
+		if _, err := config.Load(); err == nil || !namesVar(err.Error(), "BATCHHOOK_PPROF_ADDR") {
+			t.Errorf("PPROF_ADDR=%s: %v, want an error naming BATCHHOOK_PPROF_ADDR", addr, err)
+		}
+	}
+	for _, addr := range []string{"127.0.0.1:6060", "[::1]:6060", "localhost:0"} {
+		t.Setenv("BATCHHOOK_PPROF_ADDR", addr)
+		if _, err := config.Load(); err != nil {
+			t.Errorf("PPROF_ADDR=%s: %v", addr, err)
+		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/batchhook/batchhook/config"
 	"github.com/batchhook/batchhook/export"
 	"github.com/batchhook/batchhook/fetcher"
+	"github.com/batchhook/batchhook/internal/httpserver"
 	"github.com/batchhook/batchhook/internal/metrics"
 	"github.com/batchhook/batchhook/internal/providerwatch"
 	"github.com/batchhook/batchhook/internal/rejectkeep"
@@ -64,6 +65,9 @@ type Daemon struct {
 	admin     *admin.Server
 	addr      net.Addr
 	adminAddr net.Addr
+	// pprof serves Go's profiles when BATCHHOOK_PPROF_ADDR is set (pprof.go).
+	pprof     *httpserver.Server
+	pprofAddr net.Addr
 	listening atomic.Bool
 	cancel    context.CancelFunc
 	// loops are the background loops (fetcher, submitter, reconciler,
@@ -238,6 +242,9 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	}
 	d.adminAddr = adminLn.Addr()
 	d.admin.Serve(adminLn)
+	if err := d.servePprof(cfg.PprofAddr); err != nil {
+		return err
+	}
 	if ln == nil {
 		if ln, err = net.Listen("tcp", cfg.ListenAddr); err != nil {
 			return fmt.Errorf("listen on %s (BATCHHOOK_LISTEN_ADDR): %w", cfg.ListenAddr, err)
@@ -344,6 +351,11 @@ func (d *Daemon) stop(ctx context.Context, logStopped bool) error {
 		if d.recv != nil && d.addr != nil {
 			sctx, cancel := context.WithTimeout(ctx, ShutdownTimeout)
 			errs = append(errs, d.recv.Shutdown(sctx))
+			cancel()
+		}
+		if d.pprof != nil {
+			sctx, cancel := context.WithTimeout(ctx, ShutdownTimeout)
+			errs = append(errs, d.pprof.Shutdown(sctx))
 			cancel()
 		}
 		if d.cancel != nil {

@@ -1,0 +1,46 @@
+package daemon
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"time"
+
+	"github.com/batchhook/batchhook/config"
+	"github.com/batchhook/batchhook/internal/httpserver"
+)
+
+// servePprof serves Go's profiles on BATCHHOOK_PPROF_ADDR (loopback only;
+// off when unset), on a listener of its own so that profiling never shares
+// a port with the webhook or the admin API. It uses its own mux: importing
+// net/http/pprof also registers on http.DefaultServeMux, which nothing in
+// batchhook serves.
+func (d *Daemon) servePprof(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (%s): %w", addr, config.Var("PPROF_ADDR"), err)
+	}
+	if err := config.CheckPprofBound(ln.Addr()); err != nil {
+		ln.Close()
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	// A CPU profile or trace runs for its ?seconds= (30 by default) before
+	// it writes: the write deadline leaves room for that.
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 10 * time.Minute}
+	d.pprof = httpserver.New("profile listener", srv)
+	d.pprof.Serve(ln)
+	d.pprofAddr = ln.Addr()
+	d.log.Warn().Str("component", "daemon").Str("event", "pprof_serving").Str("pprof_addr", ln.Addr().String()).
+		Msg("Go profiles are served on " + ln.Addr().String() + " (BATCHHOOK_PPROF_ADDR): for measuring, not for production")
+	return nil
+}
