@@ -12,7 +12,8 @@ import (
 // Indexes kept beside the batch records, each updated in the transaction
 // that changes the record, so that the admin API and the metrics never scan
 // every record:
-//   - created: (created time, id) for every batch, for newest-first listing;
+//   - records (layout.go) is itself keyed by (created time, id), so it
+//     lists newest first without an index of its own;
 //   - pending: (created time, id) for batches not in a final state, whose
 //     first key is the oldest batch not yet exported;
 //   - counts: the number of batches in each state;
@@ -20,6 +21,8 @@ import (
 //     batch.completed (Batch.awaitingNotification), so that Known answers a
 //     webhook without decoding the record.
 var (
+	// bucketCreated was the listing index before the records bucket
+	// (layout.go) took its place; migrateLayout drops it.
 	bucketCreated  = []byte("created")
 	bucketPending  = []byte("pending")
 	bucketCounts   = []byte("counts")
@@ -70,7 +73,9 @@ func setState(tx *bolt.Tx, b *Batch, to State) error {
 			return err
 		}
 	case from == "" || from.Final():
-		if err := tx.Bucket(bucketPending).Put(key, nil); err != nil {
+		pending := tx.Bucket(bucketPending)
+		pending.FillPercent = appendFill
+		if err := pending.Put(key, nil); err != nil {
 			return err
 		}
 	}
@@ -129,17 +134,18 @@ func (s *Store) List(state State, limit int, cursor string) (batches []Batch, ne
 		}
 	}
 	err = s.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketCreated).Cursor()
-		var k []byte
+		c := tx.Bucket(bucketRecords).Cursor()
+		var k, v []byte
 		if after == nil {
-			k, _ = c.Last()
+			k, v = c.Last()
 		} else if k, _ = c.Seek(after); k != nil {
-			k, _ = c.Prev() // Seek lands on the cursor key (or after it): step back
+			k, v = c.Prev() // Seek lands on the cursor key (or after it): step back
 		} else {
-			k, _ = c.Last()
+			k, v = c.Last()
 		}
-		for ; k != nil; k, _ = c.Prev() {
-			b, err := getBatch(tx, string(k[8:]))
+		var lastK []byte
+		for ; k != nil; k, v = c.Prev() {
+			b, err := decodeBatch(string(k[8:]), v)
 			if err != nil {
 				return err
 			}
@@ -147,10 +153,11 @@ func (s *Store) List(state State, limit int, cursor string) (batches []Batch, ne
 				continue
 			}
 			if len(batches) == limit {
-				next = hex.EncodeToString(lastKey(batches))
+				next = hex.EncodeToString(lastK)
 				return nil
 			}
 			batches = append(batches, *b)
+			lastK = k
 		}
 		return nil
 	})
@@ -158,9 +165,4 @@ func (s *Store) List(state State, limit int, cursor string) (batches []Batch, ne
 		return nil, "", fmt.Errorf("list batches: %w", err)
 	}
 	return batches, next, nil
-}
-
-func lastKey(batches []Batch) []byte {
-	b := batches[len(batches)-1]
-	return timeKey(b.CreatedAt, b.ID)
 }

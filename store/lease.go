@@ -190,11 +190,11 @@ func (s *Store) ReleaseLeases(now time.Time) (int, error) {
 	var n int
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		var stuck []*Batch
-		err := tx.Bucket(bucketBatches).ForEach(func(k, v []byte) error {
+		err := forEachRecord(tx, func(id string, v []byte) error {
 			if !bytes.Contains(v, fetchingMarker) {
 				return nil
 			}
-			b, err := getBatch(tx, string(k))
+			b, err := decodeBatch(id, v)
 			if err != nil {
 				return err
 			}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -25,19 +24,19 @@ func backfillAwaiting(tx *bolt.Tx) (int, error) {
 		return 0, nil
 	}
 	n := 0
-	err := tx.Bucket(bucketBatches).ForEach(func(k, v []byte) error {
+	err := forEachRecord(tx, func(id string, v []byte) error {
 		if !bytes.Contains(v, []byte(`"state":"abandoned"`)) {
 			return nil
 		}
-		var b Batch
-		if err := json.Unmarshal(v, &b); err != nil {
-			return fmt.Errorf("decode batch record %s: %w", k, err)
+		b, err := decodeBatch(id, v)
+		if err != nil {
+			return err
 		}
-		if !b.awaitingNotification() || aw.Get(k) != nil {
+		if !b.awaitingNotification() || aw.Get([]byte(id)) != nil {
 			return nil
 		}
 		n++
-		return aw.Put(k, nil)
+		return aw.Put([]byte(id), nil)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("backfill the awaiting index: %w", err)

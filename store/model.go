@@ -115,14 +115,18 @@ type Checkpoint struct {
 }
 
 // Batch is the durable record of one batch.
+//
+// Its encoding (layout.go) leaves out what is zero or repeated: the id is
+// the record's key, so it is not stored again (records written before issue
+// 15 still carry it).
 type Batch struct {
-	ID           string       `json:"id"`
+	ID           string       `json:"-"`
 	State        State        `json:"state"`
 	Notification Notification `json:"notification"`
-	Checkpoint   Checkpoint   `json:"checkpoint"`
+	Checkpoint   Checkpoint   `json:"checkpoint,omitzero"`
 	// FetchAttempts counts failed fetch attempts since the last success; it
 	// drives the backoff.
-	FetchAttempts int       `json:"fetch_attempts"`
+	FetchAttempts int       `json:"fetch_attempts,omitempty"`
 	NextAttemptAt time.Time `json:"next_attempt_at"`
 	LastError     string    `json:"last_error,omitempty"`
 	// ErrorKind classifies LastError (transient, auth, not_found, …).

@@ -114,18 +114,18 @@ func backfillPurgeIndex(tx *bolt.Tx) error {
 	if meta.Get(purgeIndexBackfilled) != nil {
 		return nil
 	}
-	err := tx.Bucket(bucketBatches).ForEach(func(k, v []byte) error {
+	err := forEachRecord(tx, func(id string, v []byte) error {
 		if !bytes.Contains(v, []byte(`"state":"exported"`)) && !bytes.Contains(v, []byte(`"state":"abandoned"`)) {
 			return nil
 		}
-		var b Batch
-		if err := json.Unmarshal(v, &b); err != nil {
-			return fmt.Errorf("decode batch record %s: %w", k, err)
+		b, err := decodeBatch(id, v)
+		if err != nil {
+			return err
 		}
 		if !b.State.Final() {
 			return nil
 		}
-		return indexForPurge(tx, &b, "", b.State)
+		return indexForPurge(tx, b, "", b.State)
 	})
 	if err != nil {
 		return fmt.Errorf("backfill the purge indexes: %w", err)

@@ -50,9 +50,6 @@ func (s *Store) Track(id string, pollAt, now time.Time) (*Batch, bool, error) {
 			return err
 		}
 		b = &Batch{ID: id, CreatedAt: now, UpdatedAt: now, SubmittedAt: now}
-		if err := tx.Bucket(bucketCreated).Put(timeKey(now, id), nil); err != nil {
-			return err
-		}
 		if err := setState(tx, b, StateTracked); err != nil {
 			return err
 		}

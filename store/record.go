@@ -42,9 +42,6 @@ func recordTx(tx *bolt.Tx, n Notification) (bool, error) {
 	switch {
 	case errors.Is(err, ErrNotFound):
 		b = &Batch{ID: n.BatchID, CreatedAt: n.ReceivedAt}
-		if err := tx.Bucket(bucketCreated).Put(timeKey(b.CreatedAt, b.ID), nil); err != nil {
-			return false, err
-		}
 	case err != nil:
 		return false, err
 	case !b.awaitingNotification():

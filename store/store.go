@@ -10,7 +10,6 @@ package store
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -37,6 +36,19 @@ var (
 // map waits until every read transaction has ended, so without it a
 // backup streaming to a slow client could hold up writes (Backup).
 const initialMmap = 1 << 30
+
+// boltOptions are the database's settings. The free-page list is still
+// written at every commit: with NoFreelistSync bbolt rebuilds it at open
+// and in Tx.Check by walking every page, and that walk panics on a damaged
+// page, so `batchhook backup --check` and restore would crash on a bad file
+// instead of refusing it (store/backup_test.go's damaged files). The file
+// grows allocSize at a time instead of bbolt's 16 MiB, so its size stays
+// close to what it holds (issue 15: database bytes per batch).
+func boltOptions(lockTimeout time.Duration, openFile func(string, int, os.FileMode) (*os.File, error)) *bolt.Options {
+	return &bolt.Options{Timeout: lockTimeout, OpenFile: openFile, InitialMmapSize: initialMmap}
+}
+
+const allocSize = 4 << 20
 
 // Store is the bbolt-backed store. It is safe for concurrent use.
 type Store struct {
@@ -78,15 +90,16 @@ func open(dir string, lockTimeout time.Duration, openFile func(string, int, os.F
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
 	path := filepath.Join(dir, FileName)
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout, OpenFile: openFile, InitialMmapSize: initialMmap})
+	db, err := bolt.Open(path, 0o600, boltOptions(lockTimeout, openFile))
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("open %s: %w (is another batchhook running on this data dir?)", path, ErrLocked)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	db.AllocSize = allocSize
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketBatches, bucketDue, bucketQuarantine, bucketEvents, bucketCreated, bucketPending, bucketCounts,
+		for _, name := range [][]byte{bucketBatches, bucketRecords, bucketMeta, bucketDue, bucketQuarantine, bucketEvents, bucketPending, bucketCounts,
 			bucketSubmissions, bucketChunks, bucketChunkQueue, bucketChunkCounts, bucketSent, bucketPolls, bucketAwaiting,
 			bucketDeliveries, bucketDeliveryDue, bucketDeliveryQueued, bucketDeliveryState, bucketDeliveryCounts, bucketExportRemovals,
 			bucketPaymentEvents, bucketPaymentBodies, bucketPaymentDedup, bucketPaymentCursors, bucketPaymentFailed,
@@ -95,12 +108,14 @@ func open(dir string, lockTimeout time.Duration, openFile func(string, int, os.F
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
 		}
-		if err := backfillPurgeIndex(tx); err != nil {
-			return err
-		}
-		_, err := backfillAwaiting(tx)
-		return err
+		return nil
 	})
+	if err == nil {
+		_, err = migrateLayout(db)
+	}
+	if err == nil {
+		err = db.Update(backfill)
+	}
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("initialise %s: %w", path, err)
@@ -114,6 +129,16 @@ func open(dir string, lockTimeout time.Duration, openFile func(string, int, os.F
 		quit: make(chan struct{}), writerDone: make(chan struct{})}
 	go s.writer()
 	return s, nil
+}
+
+// backfill adds, once per database, the index entries that earlier
+// versions did not keep.
+func backfill(tx *bolt.Tx) error {
+	if err := backfillPurgeIndex(tx); err != nil {
+		return err
+	}
+	_, err := backfillAwaiting(tx)
+	return err
 }
 
 // Close stops the group-commit writer and closes the database. Call it
@@ -149,26 +174,6 @@ func (s *Store) Ping() error {
 	return s.db.update(func(tx *bolt.Tx) error { return nil }, false)
 }
 
-func getBatch(tx *bolt.Tx, id string) (*Batch, error) {
-	v := tx.Bucket(bucketBatches).Get([]byte(id))
-	if v == nil {
-		return nil, ErrNotFound
-	}
-	var b Batch
-	if err := json.Unmarshal(v, &b); err != nil {
-		return nil, fmt.Errorf("decode batch record %s: %w", id, err)
-	}
-	return &b, nil
-}
-
-func putBatch(tx *bolt.Tx, b *Batch) error {
-	v, err := json.Marshal(b)
-	if err != nil {
-		return fmt.Errorf("encode batch record %s: %w", b.ID, err)
-	}
-	return tx.Bucket(bucketBatches).Put([]byte(b.ID), v)
-}
-
 // dueKey orders the due bucket by time, then id: the first key is the batch
 // that is due soonest.
 func dueKey(at time.Time, id string) []byte {
@@ -180,7 +185,9 @@ func dueKey(at time.Time, id string) []byte {
 
 func schedule(tx *bolt.Tx, b *Batch, at time.Time) error {
 	b.NextAttemptAt = at
-	return tx.Bucket(bucketDue).Put(dueKey(at, b.ID), nil)
+	due := tx.Bucket(bucketDue)
+	due.FillPercent = appendFill
+	return due.Put(dueKey(at, b.ID), nil)
 }
 
 // Get returns the record of batch id, or ErrNotFound.

@@ -262,9 +262,6 @@ func (s *Store) ChunkSubmitted(seq uint64, index int, batchID string, pollAt, no
 		switch {
 		case errors.Is(err, ErrNotFound):
 			b = &Batch{ID: batchID, CreatedAt: now, UpdatedAt: now}
-			if err := tx.Bucket(bucketCreated).Put(timeKey(now, batchID), nil); err != nil {
-				return err
-			}
 			if err := setState(tx, b, StateSubmitted); err != nil {
 				return err
 			}
