@@ -205,7 +205,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		return err
 	}
 	d.submitter = sub
-	loops = append(loops, sub.Run, rec.Run)
+	loops = append(loops, sub.Run, rec.Run, d.releaseMapped)
 	proxies, err := cfg.TrustedProxyNets()
 	if err != nil {
 		return err
