@@ -65,7 +65,7 @@ func decodeBatch(id string, v []byte) (*Batch, error) {
 // putBatch writes b's record at its position, giving a new batch the next
 // one (and its id entry).
 func putBatch(tx *bolt.Tx, b *Batch) error {
-	v, err := json.Marshal(b)
+	v, err := encodeBatch(make([]byte, 0, 512+len(b.Notification.Raw)), b)
 	if err != nil {
 		return fmt.Errorf("encode batch record %s: %w", b.ID, err)
 	}

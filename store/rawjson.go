@@ -1,9 +1,7 @@
 package store
 
 import (
-	"bytes"
 	"encoding/json"
-	"unicode/utf8"
 )
 
 // A notification's raw body is kept exactly as signed. encoding/json would
@@ -42,18 +40,4 @@ func (n *Notification) UnmarshalJSON(data []byte) error {
 		n.Raw = aux.RawJSON // Unmarshal gave RawMessage its own copy
 	}
 	return nil
-}
-
-// verbatim reports whether json.Marshal of raw as a json.RawMessage gives
-// back the same bytes: valid, compact JSON in valid UTF-8 with nothing the
-// encoder escapes.
-func verbatim(raw []byte) bool {
-	if len(raw) == 0 || !utf8.Valid(raw) || bytes.ContainsAny(raw, "<>&\u2028\u2029") {
-		return false
-	}
-	var c bytes.Buffer
-	if err := json.Compact(&c, raw); err != nil {
-		return false
-	}
-	return bytes.Equal(c.Bytes(), raw)
 }
