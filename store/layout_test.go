@@ -58,6 +58,9 @@ func TestOpenMovesOldRecordsToTheRecordsBucket(t *testing.T) {
 	ids := []string{"b_f3", "b_01", "b_aa", "b_07", "b_c2"}
 	writeOldLayout(t, dir, ids, "b_stray")
 	s := openTest(t, dir)
+	if n := s.MigratedRecords(); n != len(ids)+1 {
+		t.Fatalf("MigratedRecords = %d, want %d", n, len(ids)+1)
+	}
 	for _, id := range append(ids, "b_stray") {
 		b, err := s.Get(id)
 		if err != nil {

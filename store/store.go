@@ -72,7 +72,15 @@ type Store struct {
 
 	// The payment sinks' wakeups (payment.go).
 	payWake paymentWake
+
+	// migrated counts the records Open moved to the records bucket
+	// (layout.go).
+	migrated int
 }
+
+// MigratedRecords returns how many batch records Open moved from the
+// layout of earlier versions (0 once a database is migrated).
+func (s *Store) MigratedRecords() int { return s.migrated }
 
 // Open opens (creating if needed) the database in dir, with mode 0600 and
 // its directory 0700. It waits at most lockTimeout for another process's
@@ -110,8 +118,9 @@ func open(dir string, lockTimeout time.Duration, openFile func(string, int, os.F
 		}
 		return nil
 	})
+	var migrated int
 	if err == nil {
-		_, err = migrateLayout(db)
+		migrated, err = migrateLayout(db)
 	}
 	if err == nil {
 		err = db.Update(backfill)
@@ -126,7 +135,7 @@ func open(dir string, lockTimeout time.Duration, openFile func(string, int, os.F
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	s := &Store{db: ddb, wake: make(chan struct{}, 1), submitWake: make(chan struct{}, 1), pollWake: make(chan struct{}, 1), records: make(chan recordReq, maxGroup),
-		quit: make(chan struct{}), writerDone: make(chan struct{})}
+		quit: make(chan struct{}), writerDone: make(chan struct{}), migrated: migrated}
 	go s.writer()
 	return s, nil
 }

@@ -136,6 +136,10 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	if d.store, err = store.Open(cfg.DataDir, LockTimeout); err != nil {
 		return dirError("DATA_DIR", cfg.DataDir, err)
 	}
+	if n := d.store.MigratedRecords(); n > 0 {
+		d.log.Info().Str("component", "store").Str("event", "records_migrated").Int("batches", n).
+			Msg("batch records moved to this version's layout (once per database; an older batchhook cannot read it)")
+	}
 	// Before any worker: Finish queues a delivery for each of these.
 	d.store.SetSinks(cfg.DeliverySinks())
 	if n, err := d.store.ReleaseLeases(time.Now()); err != nil {
