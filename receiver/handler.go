@@ -195,14 +195,14 @@ func (s *Server) serve(c echo.Context) (string, error) {
 	}
 	if known {
 		log.Info().Str("event", "webhook_duplicate").Msg("batch already recorded; nothing to do")
-		return ResultDuplicate, c.JSON(http.StatusOK, reply{ResultDuplicate, n.BatchID})
+		return ResultDuplicate, writeReply(c, http.StatusOK, ResultDuplicate, n.BatchID)
 	}
 	ev := log.Info().Str("event", "webhook_accepted").Str("status", n.Status)
 	if len(n.Flags) > 0 {
 		ev = log.Warn().Str("event", "webhook_accepted").Str("status", n.Status).Strs("flags", n.Flags)
 	}
 	ev.Msg("batch recorded and queued")
-	return ResultAccepted, c.JSON(http.StatusOK, reply{ResultAccepted, n.BatchID})
+	return ResultAccepted, writeReply(c, http.StatusOK, ResultAccepted, n.BatchID)
 }
 
 // quarantine keeps a signed body that failed validation, tagged with its
@@ -246,16 +246,12 @@ func (s *Server) audit(c echo.Context, log zerolog.Logger, body []byte, n store.
 	}
 	log.Info().Str("event", "webhook_ignored").Str("webhook_event", truncate(n.Event)).
 		Msg("signed webhook of another event kept for audit")
-	return ResultIgnored, c.JSON(http.StatusOK, reply{ResultIgnored, n.BatchID})
+	return ResultIgnored, writeReply(c, http.StatusOK, ResultIgnored, n.BatchID)
 }
 
 func (s *Server) storeFailed(c echo.Context, log zerolog.Logger, err error) (string, error) {
 	log.Error().Str("event", "webhook_store_failed").Err(err).Msg("could not record webhook; replying 503 so the provider retries")
 	return outcomeError, fail(c, http.StatusServiceUnavailable, "storage_unavailable")
-}
-
-func fail(c echo.Context, code int, reason string) error {
-	return c.JSON(code, map[string]string{"error": reason})
 }
 
 // attempt reads X-Service-Attempt; 0 when absent or not a small integer.
