@@ -115,12 +115,12 @@ func (s *Server) handlePayment(c echo.Context) error {
 // (or found logged already) before the reply.
 func (s *Server) servePayment(c echo.Context) (string, error) {
 	p := s.opts.Payments
-	in, outcome, err := s.prologue(c, endpoint{product: store.ProductPayments, secret: p.Secret, rejected: eventPaymentRejected})
-	if in == nil {
+	in, ok, outcome, err := s.prologue(c, endpoint{product: store.ProductPayments, secret: p.Secret, rejected: eventPaymentRejected})
+	if !ok {
 		return outcome, err
 	}
 	defer s.bufs.put(in.buf)
-	body, log := in.body, in.log
+	body, log := in.body, &in.log
 	fields, err := decodeObject(body)
 	if err != nil {
 		return s.quarantine(c, log, body, err, store.ProductPayments)
@@ -128,7 +128,7 @@ func (s *Server) servePayment(c echo.Context) (string, error) {
 	sum := sha256.Sum256(body)
 	bodySHA := hex.EncodeToString(sum[:])
 	event := eventHeader(c.Request().Header.Get("X-Service-Event"))
-	log = log.With().Str("body_sha256", bodySHA).Str("webhook_event", event).Logger()
+	log.payment, log.bodySHA, log.event = true, bodySHA, event
 	key := DedupKey(fields, p.DedupFields, bodySHA)
 
 	seq, known, err := p.Store.PaymentKnown(key)
