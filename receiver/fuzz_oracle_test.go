@@ -79,6 +79,12 @@ var hostileSeeds = []string{
 	`{"event":"batch.completed","batch_id":"b-1","status":"completed","total_found":-0}`,
 	`{"event":"batch.completed","batch_id":"b-1","status":"completed","total_found":00}`,
 	`{"event":"batch.started","batch_id":"\u0062"}`,
+	`{"event":"batch.completed","batch_id":"b","status":"completed","total_requested":9223372036854775807,"total_found":0}`,
+	`{"event":"batch.completed","batch_id":"b","status":"completed","total_requested":9223372036854775808}`,
+	`{"event":"batch.completed","batch_id":"b","status":"completed","total_requested":9223372036854775799}`,
+	`{"event":"batch.completed","batch_id":"b","status":"completed","total_requested":92233720368547758070}`,
+	`{"event":"batch.completed","batch_id":"b","status":"completed","total_requested":18446744073709551616}`,
+	`{"event":"batch.completed","batch_id":"b","status":"completed","total_found":1e2,"total_requested":-5}`,
 }
 
 // deepSeeds nest arrays and objects around the depth limit.

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
+	"math"
 	"strings"
 	"time"
 	"unicode"
@@ -186,13 +186,23 @@ func counterField(body []byte, fields []member, name string) (*int64, error) {
 	if !ok || string(raw) == "null" {
 		return nil, nil
 	}
-	text := string(raw)
-	if text == "" || strings.Trim(text, "0123456789") != "" {
+	if len(raw) == 0 {
 		return nil, invalid("%s is not a non-negative integer", name)
 	}
-	v, err := strconv.ParseInt(text, 10, 64)
-	if err != nil {
-		return nil, invalid("%s is out of range", name)
+	for _, c := range raw {
+		if !isDigit(c) {
+			return nil, invalid("%s is not a non-negative integer", name)
+		}
+	}
+	// The digits are read here rather than by strconv.ParseInt, which
+	// needs a string (a copy of the bytes) and is the same for digits.
+	var v int64
+	for _, c := range raw {
+		d := int64(c - '0')
+		if v > (math.MaxInt64-d)/10 {
+			return nil, invalid("%s is out of range", name)
+		}
+		v = v*10 + d
 	}
 	return &v, nil
 }
