@@ -78,7 +78,7 @@ func scanObjectMembers(body []byte, top []member) ([]member, error) {
 		return nil, errBOM
 	}
 	if int64(len(body)) > 1<<31-1 {
-		return nil, errNotJSON // spans are int32; bodies are capped far below
+		return nil, errNotJSON // spans are int32; MAX_BODY_BYTES is at most 16 MiB
 	}
 	s := scanner{data: body}
 	s.skipSpace()
