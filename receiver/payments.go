@@ -149,10 +149,10 @@ func (s *Server) servePayment(c echo.Context) (string, error) {
 	}
 	if known {
 		log.Info().Str("event", "payment_duplicate").Uint64("seq", seq).Msg("payment event already logged; nothing to do")
-		return ResultDuplicate, c.JSON(http.StatusOK, paymentReply{ResultDuplicate, seq})
+		return ResultDuplicate, writePaymentReply(c, http.StatusOK, ResultDuplicate, seq)
 	}
 	log.Info().Str("event", "payment_accepted").Uint64("seq", seq).Msg("payment event logged")
-	return ResultAccepted, c.JSON(http.StatusOK, paymentReply{ResultAccepted, seq})
+	return ResultAccepted, writePaymentReply(c, http.StatusOK, ResultAccepted, seq)
 }
 
 // eventHeader keeps X-Service-Event as sent, cut to maxEventHeader bytes

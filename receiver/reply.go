@@ -1,6 +1,10 @@
 package receiver
 
-import "github.com/labstack/echo/v4"
+import (
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+)
 
 // Replies written from bytes rather than through echo's c.JSON, which
 // builds a json.Encoder and reflects over the value for every ack. The
@@ -20,6 +24,20 @@ func writeReply(c echo.Context, code int, result, batchID string) error {
 	b = append(b, `","batch_id":"`...)
 	b = append(b, batchID...)
 	b = append(b, "\"}\n"...)
+	return c.Blob(code, echo.MIMEApplicationJSON, b)
+}
+
+// writePaymentReply answers code with {"result":result,"seq":seq}.
+func writePaymentReply(c echo.Context, code int, result string, seq uint64) error {
+	if !compactJSON(c) || !verbatim(result) {
+		return c.JSON(code, paymentReply{result, seq})
+	}
+	b := make([]byte, 0, len(`{"result":"","seq":}`+"\n")+len(result)+20)
+	b = append(b, `{"result":"`...)
+	b = append(b, result...)
+	b = append(b, `","seq":`...)
+	b = strconv.AppendUint(b, seq, 10)
+	b = append(b, "}\n"...)
 	return c.Blob(code, echo.MIMEApplicationJSON, b)
 }
 

@@ -74,6 +74,13 @@ func TestRepliesAreWhatCJSONWrote(t *testing.T) {
 				}
 			}
 		}
+		for _, result := range []string{ResultAccepted, ResultDuplicate, `a<b`} {
+			for _, seq := range []uint64{0, 1, 42, 1<<53 + 1, ^uint64(0)} {
+				got := recordReply(t, mode.debug, mode.target, func(c echo.Context) error { return writePaymentReply(c, http.StatusOK, result, seq) })
+				want := recordReply(t, mode.debug, mode.target, func(c echo.Context) error { return c.JSON(http.StatusOK, paymentReply{result, seq}) })
+				sameResponse(t, mode.target+" payment "+result, got, want)
+			}
+		}
 		for _, reason := range reasons {
 			for _, code := range []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusServiceUnavailable} {
 				got := recordReply(t, mode.debug, mode.target, func(c echo.Context) error { return fail(c, code, reason) })
