@@ -76,33 +76,26 @@ type endpoint struct {
 type inbound struct {
 	body    []byte
 	buf     *[]byte
-	log     zerolog.Logger
+	log     reqLog
 	attempt int
 }
 
 // prologue is the part of a webhook the document fixes for both products,
 // in its order: the method, the capped body, the signature (with the
 // endpoint's own secret), then Content-Encoding. Nothing in the body is
-// looked at before the signature holds. When it returns a nil inbound the
-// reply is written (or the sender is gone) and outcome and err are the
-// handler's result.
-func (s *Server) prologue(c echo.Context, ep endpoint) (in *inbound, outcome string, err error) {
+// looked at before the signature holds. When ok is false the reply is
+// written (or the sender is gone) and outcome and err are the handler's
+// result. The inbound is a value: a request allocates nothing for it.
+func (s *Server) prologue(c echo.Context, ep endpoint) (in inbound, ok bool, outcome string, err error) {
 	req := c.Request()
 	if req.Method != http.MethodPost {
 		c.Response().Header().Set("Allow", http.MethodPost)
-		return nil, outcomeMethod, fail(c, http.StatusMethodNotAllowed, "method_not_allowed")
+		return in, false, outcomeMethod, fail(c, http.StatusMethodNotAllowed, "method_not_allowed")
 	}
 	reqID := newRequestID()
 	c.Response().Header().Set("X-Request-Id", reqID)
 	remote, proxy := s.remoteAddr(req)
-	lc := s.opts.Logger.With().Str("request_id", reqID).Str("remote_addr", remote).Int("delivery_attempt", attempt(req))
-	if proxy != "" {
-		lc = lc.Str("proxy_addr", proxy)
-	}
-	if ep.product != "" {
-		lc = lc.Str("product", ep.product)
-	}
-	log := lc.Logger()
+	log := reqLog{base: s.opts.Logger, reqID: reqID, remote: remote, proxy: proxy, product: ep.product, attempt: attempt(req)}
 	// A line anyone can cause, sampled (nil, a no-op, when dropped).
 	stranger := func(event string) *zerolog.Event {
 		e := s.strangers[event].Warn().Str("request_id", reqID).Str("remote_addr", remote).
@@ -122,24 +115,24 @@ func (s *Server) prologue(c echo.Context, ep endpoint) (in *inbound, outcome str
 		if errors.As(err, &tooLarge) {
 			stranger(eventTooLarge).Int64("max_body_bytes", s.opts.MaxBodyBytes).
 				Int64("content_length", req.ContentLength).Msg("webhook body over the size limit")
-			return nil, outcomeTooLarge, fail(c, http.StatusRequestEntityTooLarge, "body_too_large")
+			return in, false, outcomeTooLarge, fail(c, http.StatusRequestEntityTooLarge, "body_too_large")
 		}
 		if errors.Is(err, errBusy) {
 			c.Response().Header().Set("Retry-After", "1")
-			return nil, outcomeError, fail(c, http.StatusServiceUnavailable, "busy")
+			return in, false, outcomeError, fail(c, http.StatusServiceUnavailable, "busy")
 		}
 		stranger(eventReadFailed).Err(err).Msg("could not read webhook body")
 		if senderGone(err) {
-			return nil, outcomeInvalid, errSenderGone
+			return in, false, outcomeInvalid, errSenderGone
 		}
-		return nil, outcomeInvalid, fail(c, http.StatusBadRequest, "unreadable_body")
+		return in, false, outcomeInvalid, fail(c, http.StatusBadRequest, "unreadable_body")
 	}
 	// The pooled buffer serves the signature check and the parse, and goes
 	// back to the pool when the request ends (the handler's defer). What
 	// the store keeps is a copy: its group commit may hold what it is
 	// given past the call, and a signed body is rare enough to copy.
 	body := *buf
-	if reason := signature.Verify(ep.secret(), body, req.Header.Get(signature.Header)); reason != signature.OK {
+	if reason := signature.Verify(ep.secret(), body, req.Header.Get(s.sigHeader)); reason != signature.OK {
 		sum := sha256.Sum256(body)
 		line := stranger(ep.rejected)
 		if line != nil { // sampled in: the log budget also bounds what is kept
@@ -149,34 +142,34 @@ func (s *Server) prologue(c echo.Context, ep endpoint) (in *inbound, outcome str
 		line.Str("reason", string(reason)).Str("explanation", reason.Explain()).
 			Int("body_len", len(body)).Str("body_sha256", hex.EncodeToString(sum[:])).
 			Msg("webhook signature rejected")
-		return nil, outcomeUnauthorized, fail(c, http.StatusUnauthorized, "invalid_signature")
+		return in, false, outcomeUnauthorized, fail(c, http.StatusUnauthorized, "invalid_signature")
 	}
 	// From here on the body is genuine.
 	if enc := req.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
 		s.bufs.put(buf)
 		log.Warn().Str("event", "webhook_unsupported_encoding").Str("content_encoding", truncate(enc)).
 			Msg("signed webhook with a Content-Encoding other than identity: 415 (batchhook reads bodies as sent)")
-		return nil, outcomeUnsupported, fail(c, http.StatusUnsupportedMediaType, "unsupported_content_encoding")
+		return in, false, outcomeUnsupported, fail(c, http.StatusUnsupportedMediaType, "unsupported_content_encoding")
 	}
-	return &inbound{body: body, buf: buf, log: log, attempt: attempt(req)}, "", nil
+	return inbound{body: body, buf: buf, log: log, attempt: attempt(req)}, true, "", nil
 }
 
 // serve is the batch webhook: the shared prologue, then the
 // batch.completed notification. It returns the outcome for the metrics.
 func (s *Server) serve(c echo.Context) (string, error) {
-	in, outcome, err := s.prologue(c, endpoint{secret: s.opts.Secret, rejected: eventRejected})
-	if in == nil {
+	in, ok, outcome, err := s.prologue(c, endpoint{secret: s.opts.Secret, rejected: eventRejected})
+	if !ok {
 		return outcome, err
 	}
 	defer s.bufs.put(in.buf)
-	req, body, log := c.Request(), in.body, in.log
+	req, body, log := c.Request(), in.body, &in.log
 
 	now := s.opts.Now().UTC()
 	n, err := Parse(body)
 	if err != nil {
 		return s.quarantine(c, log, body, err, "")
 	}
-	log = log.With().Str("batch_id", n.BatchID).Logger()
+	log.batchID = n.BatchID
 	if n.Event != EventCompleted {
 		return s.audit(c, log, body, n)
 	}
@@ -195,20 +188,20 @@ func (s *Server) serve(c echo.Context) (string, error) {
 	}
 	if known {
 		log.Info().Str("event", "webhook_duplicate").Msg("batch already recorded; nothing to do")
-		return ResultDuplicate, c.JSON(http.StatusOK, reply{ResultDuplicate, n.BatchID})
+		return ResultDuplicate, writeReply(c, http.StatusOK, ResultDuplicate, n.BatchID)
 	}
 	ev := log.Info().Str("event", "webhook_accepted").Str("status", n.Status)
 	if len(n.Flags) > 0 {
 		ev = log.Warn().Str("event", "webhook_accepted").Str("status", n.Status).Strs("flags", n.Flags)
 	}
 	ev.Msg("batch recorded and queued")
-	return ResultAccepted, c.JSON(http.StatusOK, reply{ResultAccepted, n.BatchID})
+	return ResultAccepted, writeReply(c, http.StatusOK, ResultAccepted, n.BatchID)
 }
 
 // quarantine keeps a signed body that failed validation, tagged with its
 // product ("" for batches), and answers 400. Both products share the one
 // quarantine list (DECISIONS 29); q is stored through quarantiner.
-func (s *Server) quarantine(c echo.Context, log zerolog.Logger, body []byte, cause error, product string) (string, error) {
+func (s *Server) quarantine(c echo.Context, log *reqLog, body []byte, cause error, product string) (string, error) {
 	sum := sha256.Sum256(body)
 	q := store.Quarantined{
 		ID: hex.EncodeToString(sum[:]), Reason: cause.Error(), Attempt: attempt(c.Request()),
@@ -235,7 +228,7 @@ func (s *Server) quarantine(c echo.Context, log zerolog.Logger, body []byte, cau
 	return outcomeInvalid, fail(c, http.StatusBadRequest, cause.Error())
 }
 
-func (s *Server) audit(c echo.Context, log zerolog.Logger, body []byte, n store.Notification) (string, error) {
+func (s *Server) audit(c echo.Context, log *reqLog, body []byte, n store.Notification) (string, error) {
 	sum := sha256.Sum256(body)
 	e := store.AuditEvent{
 		ID: hex.EncodeToString(sum[:]), Event: n.Event, BatchID: n.BatchID,
@@ -246,16 +239,12 @@ func (s *Server) audit(c echo.Context, log zerolog.Logger, body []byte, n store.
 	}
 	log.Info().Str("event", "webhook_ignored").Str("webhook_event", truncate(n.Event)).
 		Msg("signed webhook of another event kept for audit")
-	return ResultIgnored, c.JSON(http.StatusOK, reply{ResultIgnored, n.BatchID})
+	return ResultIgnored, writeReply(c, http.StatusOK, ResultIgnored, n.BatchID)
 }
 
-func (s *Server) storeFailed(c echo.Context, log zerolog.Logger, err error) (string, error) {
+func (s *Server) storeFailed(c echo.Context, log *reqLog, err error) (string, error) {
 	log.Error().Str("event", "webhook_store_failed").Err(err).Msg("could not record webhook; replying 503 so the provider retries")
 	return outcomeError, fail(c, http.StatusServiceUnavailable, "storage_unavailable")
-}
-
-func fail(c echo.Context, code int, reason string) error {
-	return c.JSON(code, map[string]string{"error": reason})
 }
 
 // attempt reads X-Service-Attempt; 0 when absent or not a small integer.

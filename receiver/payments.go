@@ -115,12 +115,12 @@ func (s *Server) handlePayment(c echo.Context) error {
 // (or found logged already) before the reply.
 func (s *Server) servePayment(c echo.Context) (string, error) {
 	p := s.opts.Payments
-	in, outcome, err := s.prologue(c, endpoint{product: store.ProductPayments, secret: p.Secret, rejected: eventPaymentRejected})
-	if in == nil {
+	in, ok, outcome, err := s.prologue(c, endpoint{product: store.ProductPayments, secret: p.Secret, rejected: eventPaymentRejected})
+	if !ok {
 		return outcome, err
 	}
 	defer s.bufs.put(in.buf)
-	body, log := in.body, in.log
+	body, log := in.body, &in.log
 	fields, err := decodeObject(body)
 	if err != nil {
 		return s.quarantine(c, log, body, err, store.ProductPayments)
@@ -128,7 +128,7 @@ func (s *Server) servePayment(c echo.Context) (string, error) {
 	sum := sha256.Sum256(body)
 	bodySHA := hex.EncodeToString(sum[:])
 	event := eventHeader(c.Request().Header.Get("X-Service-Event"))
-	log = log.With().Str("body_sha256", bodySHA).Str("webhook_event", event).Logger()
+	log.payment, log.bodySHA, log.event = true, bodySHA, event
 	key := DedupKey(fields, p.DedupFields, bodySHA)
 
 	seq, known, err := p.Store.PaymentKnown(key)
@@ -149,10 +149,10 @@ func (s *Server) servePayment(c echo.Context) (string, error) {
 	}
 	if known {
 		log.Info().Str("event", "payment_duplicate").Uint64("seq", seq).Msg("payment event already logged; nothing to do")
-		return ResultDuplicate, c.JSON(http.StatusOK, paymentReply{ResultDuplicate, seq})
+		return ResultDuplicate, writePaymentReply(c, http.StatusOK, ResultDuplicate, seq)
 	}
 	log.Info().Str("event", "payment_accepted").Uint64("seq", seq).Msg("payment event logged")
-	return ResultAccepted, c.JSON(http.StatusOK, paymentReply{ResultAccepted, seq})
+	return ResultAccepted, writePaymentReply(c, http.StatusOK, ResultAccepted, seq)
 }
 
 // eventHeader keeps X-Service-Event as sent, cut to maxEventHeader bytes

@@ -22,6 +22,7 @@ import (
 
 	"github.com/batchhook/batchhook/internal/httpserver"
 	"github.com/batchhook/batchhook/internal/logsample"
+	"github.com/batchhook/batchhook/internal/signature"
 	"github.com/batchhook/batchhook/store"
 )
 
@@ -128,6 +129,9 @@ type Server struct {
 	// clientIP reads the sender a trusted proxy names (proxy.go); nil
 	// when no proxy is trusted.
 	clientIP echo.IPExtractor
+	// sigHeader is signature.Header in canonical form: Header.Get of the
+	// lower-case name would build the canonical one for every request.
+	sigHeader string
 }
 
 // New checks opts and builds the server; it does not listen yet.
@@ -163,7 +167,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		opts: opts, strangers: map[string]*zerolog.Logger{},
 		bufs: newBuffers(opts.MaxBodyBytes + 1), unknownSlots: make(chan struct{}, unknownLengthSlots),
-		clientIP: clientIP(opts.TrustedProxies),
+		clientIP: clientIP(opts.TrustedProxies), sigHeader: http.CanonicalHeaderKey(signature.Header),
 	}
 	for _, event := range []string{eventRejected, eventTooLarge, eventReadFailed, eventPaymentRejected} {
 		l := sampler.Logger(opts.Logger, event)

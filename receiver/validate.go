@@ -5,8 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"strconv"
+	"math"
 	"strings"
 	"time"
 	"unicode"
@@ -23,6 +22,9 @@ const MaxBatchCPFs = 1000
 // maxDepth bounds JSON nesting: the notification is flat, so anything deep
 // is hostile and is refused before it costs stack or time.
 const maxDepth = 16
+
+// counterNames are the three counters, in the order of their flags.
+var counterNames = [...]string{"total_requested", "total_found", "total_not_found"}
 
 var finalStatuses = map[string]bool{"completed": true, "partial": true, "expired": true, "failed": true}
 
@@ -47,14 +49,15 @@ func invalid(format string, args ...any) error {
 // ignored: the body is not versioned.
 func Parse(body []byte) (store.Notification, error) {
 	var n store.Notification
-	fields, err := decodeObject(body)
+	var buf [16]member // a notification has seven: no allocation for the members
+	fields, err := scanObjectMembers(body, buf[:0])
 	if err != nil {
 		return n, err
 	}
-	if n.Event, err = stringField(fields, "event", true); err != nil {
+	if n.Event, err = stringField(body, fields, "event", true); err != nil {
 		return n, err
 	}
-	if n.BatchID, err = stringField(fields, "batch_id", true); err != nil {
+	if n.BatchID, err = stringField(body, fields, "batch_id", true); err != nil {
 		return n, err
 	}
 	if err := store.CheckBatchID(n.BatchID); err != nil {
@@ -63,29 +66,27 @@ func Parse(body []byte) (store.Notification, error) {
 	if n.Event != EventCompleted {
 		return n, nil
 	}
-	if n.Status, err = stringField(fields, "status", true); err != nil {
+	if n.Status, err = stringField(body, fields, "status", true); err != nil {
 		return n, err
 	}
 	if !finalStatuses[n.Status] {
 		return n, invalid("status %q is not one of completed, partial, expired, failed", truncate(n.Status))
 	}
-	for _, c := range []struct {
-		name string
-		dst  **int64
-	}{
-		{"total_requested", &n.TotalRequested},
-		{"total_found", &n.TotalFound},
-		{"total_not_found", &n.TotalNotFound},
-	} {
-		if *c.dst, err = counterField(fields, c.name); err != nil {
+	// Counters go through an array, not pointers into n: &n.TotalFound
+	// would move the whole notification to the heap.
+	var counters [len(counterNames)]*int64
+	for i, name := range counterNames {
+		if counters[i], err = counterField(body, fields, name); err != nil {
+			n.TotalRequested, n.TotalFound, n.TotalNotFound = counters[0], counters[1], counters[2]
 			return n, err
 		}
-		if *c.dst == nil {
-			n.Flags = append(n.Flags, c.name+" missing")
+		if counters[i] == nil {
+			n.Flags = append(n.Flags, name+" missing")
 		}
 	}
+	n.TotalRequested, n.TotalFound, n.TotalNotFound = counters[0], counters[1], counters[2]
 	n.Flags = append(n.Flags, counterFlags(n)...)
-	n.CompletedAt, err = completedAt(fields)
+	n.CompletedAt, err = completedAt(body, fields)
 	if err != nil {
 		n.Flags = append(n.Flags, err.Error())
 	}
@@ -95,19 +96,57 @@ func Parse(body []byte) (store.Notification, error) {
 // decodeObject decodes a signed body strictly into its top-level members:
 // no byte order mark, one JSON object (no duplicate or case-variant keys,
 // nesting at most maxDepth) and nothing after it. Both products' webhooks
-// use it, so the two cannot disagree on what a body says.
+// use the same scanner (strict.go), so the two cannot disagree on what a
+// body says. The members alias body.
 func decodeObject(body []byte) (map[string]json.RawMessage, error) {
-	if bytes.HasPrefix(body, []byte("\xef\xbb\xbf")) {
-		return nil, invalid("body starts with a byte order mark")
-	}
-	if err := checkStrict(body); err != nil {
+	members, err := scanObjectMembers(body, nil)
+	if err != nil {
 		return nil, err
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
-		return nil, invalid("body is not a JSON object")
+	fields := make(map[string]json.RawMessage, len(members))
+	for _, m := range members {
+		fields[string(m.name(body))] = m.value(body)
 	}
 	return fields, nil
+}
+
+// field returns the value of the top-level member named name; keys are
+// unique up to case, so an exact match is the only one.
+func field(body []byte, fields []member, name string) ([]byte, bool) {
+	for _, m := range fields {
+		if string(m.name(body)) == name {
+			return m.value(body), true
+		}
+	}
+	return nil, false
+}
+
+// knownValues are the event and statuses: decodeString returns these
+// constants rather than a copy of the body's bytes.
+var knownValues = [...]string{EventCompleted, "completed", "partial", "expired", "failed"}
+
+// decodeString decodes a JSON string value: its bytes when it has no
+// escape and is ASCII, else encoding/json's reading (invalid UTF-8 and lone
+// surrogates become U+FFFD), as before the scanner. ok is false for a
+// value that is not a string.
+func decodeString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", false
+	}
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && isASCII(inner) {
+		for _, known := range knownValues {
+			if string(inner) == known {
+				return known, true // no copy of the values every notification has
+			}
+		}
+		return string(inner), true
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", false
+	}
+	return s, true
 }
 
 func counterFlags(n store.Notification) []string {
@@ -122,16 +161,16 @@ func counterFlags(n store.Notification) []string {
 	return flags
 }
 
-func stringField(fields map[string]json.RawMessage, name string, required bool) (string, error) {
-	raw, ok := fields[name]
+func stringField(body []byte, fields []member, name string, required bool) (string, error) {
+	raw, ok := field(body, fields, name)
 	if !ok || string(raw) == "null" {
 		if required {
 			return "", invalid("%s is missing", name)
 		}
 		return "", nil
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	s, ok := decodeString(raw)
+	if !ok {
 		return "", invalid("%s is not a string", name)
 	}
 	if required && s == "" {
@@ -142,18 +181,28 @@ func stringField(fields map[string]json.RawMessage, name string, required bool) 
 
 // counterField reads a counter as written: digits only, so 1.0, 1e3, -1 and
 // values beyond int64 are refused rather than rounded.
-func counterField(fields map[string]json.RawMessage, name string) (*int64, error) {
-	raw, ok := fields[name]
+func counterField(body []byte, fields []member, name string) (*int64, error) {
+	raw, ok := field(body, fields, name)
 	if !ok || string(raw) == "null" {
 		return nil, nil
 	}
-	text := string(raw)
-	if text == "" || strings.Trim(text, "0123456789") != "" {
+	if len(raw) == 0 {
 		return nil, invalid("%s is not a non-negative integer", name)
 	}
-	v, err := strconv.ParseInt(text, 10, 64)
-	if err != nil {
-		return nil, invalid("%s is out of range", name)
+	for _, c := range raw {
+		if !isDigit(c) {
+			return nil, invalid("%s is not a non-negative integer", name)
+		}
+	}
+	// The digits are read here rather than by strconv.ParseInt, which
+	// needs a string (a copy of the bytes) and is the same for digits.
+	var v int64
+	for _, c := range raw {
+		d := int64(c - '0')
+		if v > (math.MaxInt64-d)/10 {
+			return nil, invalid("%s is out of range", name)
+		}
+		v = v*10 + d
 	}
 	return &v, nil
 }
@@ -162,13 +211,13 @@ func counterField(fields map[string]json.RawMessage, name string) (*int64, error
 // fractions optional) and +0000.
 var completedAtLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999-0700"}
 
-func completedAt(fields map[string]json.RawMessage) (*time.Time, error) {
-	raw, ok := fields["completed_at"]
+func completedAt(body []byte, fields []member) (*time.Time, error) {
+	raw, ok := field(body, fields, "completed_at")
 	if !ok || string(raw) == "null" {
 		return nil, errors.New("completed_at missing")
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	s, ok := decodeString(raw)
+	if !ok {
 		return nil, errors.New("completed_at is not a string")
 	}
 	for _, layout := range completedAtLayouts {
@@ -183,79 +232,6 @@ func completedAt(fields map[string]json.RawMessage) (*time.Time, error) {
 		return &t, nil
 	}
 	return nil, errors.New("completed_at does not parse as ISO 8601 UTC")
-}
-
-// checkStrict walks the tokens of body and refuses anything a strict reader
-// would: not one JSON object, trailing data, nesting deeper than maxDepth,
-// or an object with a key repeated exactly or up to case (encoding/json
-// matches keys case-insensitively, so "Batch_ID" would otherwise shadow
-// "batch_id").
-func checkStrict(body []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil {
-		return invalid("body is not JSON")
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return invalid("body is not a JSON object")
-	}
-	if err := walkObject(dec, 1); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return invalid("body has data after the JSON object")
-	}
-	return nil
-}
-
-func walkObject(dec *json.Decoder, depth int) error {
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return invalid("body is not JSON")
-		}
-		key, _ := tok.(string)
-		folded := foldKey(key)
-		if seen[folded] {
-			return invalid("key %q appears more than once (exactly or up to case)", truncate(key))
-		}
-		seen[folded] = true
-		if err := walkValue(dec, depth); err != nil {
-			return err
-		}
-	}
-	if _, err := dec.Token(); err != nil {
-		return invalid("body is not JSON")
-	}
-	return nil
-}
-
-func walkValue(dec *json.Decoder, depth int) error {
-	tok, err := dec.Token()
-	if err != nil {
-		return invalid("body is not JSON")
-	}
-	d, ok := tok.(json.Delim)
-	if !ok {
-		return nil
-	}
-	if depth+1 > maxDepth {
-		return invalid("body is nested deeper than %d levels", maxDepth)
-	}
-	if d == '{' {
-		return walkObject(dec, depth+1)
-	}
-	for dec.More() {
-		if err := walkValue(dec, depth+1); err != nil {
-			return err
-		}
-	}
-	if _, err := dec.Token(); err != nil {
-		return invalid("body is not JSON")
-	}
-	return nil
 }
 
 // foldKey maps every rune to the smallest rune of its case-folding orbit

@@ -284,6 +284,9 @@ func TestParseAccepts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if err := receiver.MatchesOracle(tt.body); err != nil {
+				t.Error(err)
+			}
 			n, err := receiver.Parse(tt.body)
 			if err != nil {
 				t.Fatalf("Parse(%s): %v", tt.body, err)
@@ -471,6 +474,9 @@ func TestParseRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if err := receiver.MatchesOracle(tt.body); err != nil {
+				t.Error(err)
+			}
 			n, err := receiver.Parse(tt.body)
 			if err == nil {
 				t.Fatalf("Parse(%q) accepted: %+v", tt.body, n)
@@ -495,6 +501,9 @@ func TestParseRejectsKeysThatEncodingJSONFolds(t *testing.T) {
 		}
 		if err := json.Unmarshal([]byte(body), &viaStruct); err != nil {
 			t.Fatal(err)
+		}
+		if err := receiver.MatchesOracle([]byte(body)); err != nil {
+			t.Error(err)
 		}
 		n, err := receiver.Parse([]byte(body))
 		if err == nil {
