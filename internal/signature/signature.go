@@ -24,6 +24,10 @@ const Header = "x-service-webhook-signature"
 // Length is the length of a correct header value: Base64 of 64 hex characters.
 const Length = 88
 
+// prefix is the "sha256=" some senders put in front (GitHub's scheme),
+// matched in any case.
+const prefix = "sha256="
+
 // rawDigestLength is the length of Base64 over the 32 digest bytes, the
 // mistake the document calls out by name.
 const rawDigestLength = 44
@@ -50,12 +54,21 @@ func Sign(secret, body []byte) string {
 }
 
 func hexDigest(secret, body []byte) []byte {
+	var out [hexLength]byte
+	hexDigestTo(&out, secret, body)
+	return out[:]
+}
+
+// hexLength is the length of the hex rendering of a SHA-256 digest.
+const hexLength = 2 * sha256.Size
+
+// hexDigestTo writes the lowercase hex HMAC into dst: the verify path
+// keeps it on the stack (issue 15: every request pays this).
+func hexDigestTo(dst *[hexLength]byte, secret, body []byte) {
 	mac := hmac.New(sha256.New, secret)
 	mac.Write(body)
-	sum := mac.Sum(nil)
-	out := make([]byte, hex.EncodedLen(len(sum)))
-	hex.Encode(out, sum)
-	return out
+	var sum [sha256.Size]byte
+	hex.Encode(dst[:], mac.Sum(sum[:0]))
 }
 
 // Verify checks header against body under secret. It returns OK only for
@@ -65,17 +78,20 @@ func Verify(secret, body []byte, header string) Reason {
 	switch {
 	case header == "":
 		return Missing
-	case strings.HasPrefix(strings.ToLower(header), "sha256="):
+	case len(header) >= len(prefix) && strings.EqualFold(header[:len(prefix)], prefix):
 		return Prefixed
 	case len(header) == rawDigestLength:
 		return RawDigest
 	case len(header) != Length:
 		return WrongLength
 	}
-	want := hexDigest(secret, body)
-	expected := make([]byte, Length)
-	base64.StdEncoding.Encode(expected, want)
-	if subtle.ConstantTimeCompare(expected, []byte(header)) == 1 {
+	// Fixed-size arrays: nothing here escapes to the heap.
+	var want [hexLength]byte
+	hexDigestTo(&want, secret, body)
+	var expected, got88 [Length]byte
+	base64.StdEncoding.Encode(expected[:], want[:])
+	copy(got88[:], header)
+	if subtle.ConstantTimeCompare(expected[:], got88[:]) == 1 {
 		return OK
 	}
 	// Only the diagnosis below looks inside the rejected value; the verdict
@@ -84,7 +100,7 @@ func Verify(secret, body []byte, header string) Reason {
 	if err != nil {
 		return NotBase64
 	}
-	if len(got) == len(want) && subtle.ConstantTimeCompare([]byte(strings.ToLower(string(got))), want) == 1 {
+	if len(got) == len(want) && subtle.ConstantTimeCompare([]byte(strings.ToLower(string(got))), want[:]) == 1 {
 		return UppercaseHex
 	}
 	return Mismatch

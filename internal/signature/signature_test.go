@@ -91,3 +91,4 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	}
 }
+
