@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -204,12 +203,16 @@ func appendOptTime(dst []byte, name string, t time.Time) ([]byte, error) {
 // that json.Marshal of the record as a json.RawMessage would not change
 // it either.
 func verbatim(raw []byte) bool {
-	if len(raw) == 0 || !utf8.Valid(raw) || bytes.ContainsAny(raw, "<>&\u2028\u2029") {
+	if len(raw) == 0 || !utf8.Valid(raw) {
 		return false
 	}
 	in, esc := false, false
-	for _, c := range raw {
+	for i, c := range raw {
 		switch {
+		case c == '<' || c == '>' || c == '&':
+			return false
+		case c == 0xe2 && i+2 < len(raw) && raw[i+1] == 0x80 && (raw[i+2] == 0xa8 || raw[i+2] == 0xa9): // U+2028, U+2029
+			return false
 		case esc:
 			esc = false
 		case in && c == '\\':

@@ -20,7 +20,7 @@ func fill(t *testing.T, v reflect.Value, seed int) {
 		v.SetInt(int64(seed*7 + 1))
 	case reflect.Slice:
 		if v.Type().Elem().Kind() == reflect.Uint8 {
-			v.SetBytes([][]byte{[]byte(`{"a":1}`), []byte("{\"a\": 1}\n"), []byte("\xff<x>")}[seed%3])
+			v.SetBytes([][]byte{[]byte(`{"a":1}`), []byte("{\"a\": 1}\n"), []byte("\xff<x>"), []byte("{\"a\":\"\u2028\"}")}[seed%4])
 			return
 		}
 		s := reflect.MakeSlice(v.Type(), 2, 2)
@@ -92,7 +92,7 @@ func TestEncodeBatchMatchesEncodingJSON(t *testing.T) {
 				continue
 			}
 			field := func(b *Batch) reflect.Value { return get(b).Field(i) }
-			for seed := range 3 {
+			for seed := range 4 {
 				b := Batch{ID: "b_one"}
 				fill(t, field(&b), seed)
 				checkSameAsJSON(t, path+f.Name, &b)
