@@ -252,11 +252,29 @@ func (f *Fetcher) fetch(ctx context.Context, log zerolog.Logger, b *store.Batch)
 		}
 	}
 	lim := f.limits(b)
+	// The page after the one being staged is read ahead (prefetch.go);
+	// on the way out it is cancelled and waited for.
+	readCtx, cancel := context.WithCancel(ctx)
+	var next1 *prefetch
+	defer func() {
+		cancel()
+		next1.wait()
+	}()
 	for !cp.Done {
 		if cp.Pages >= lim.pages {
 			return "", lim.tooManyPages()
 		}
-		page, err := f.o.Pager.Page(ctx, b.ID, cp.Cursor)
+		if err := ctx.Err(); err != nil {
+			// Stopping: a page already read ahead is not staged.
+			return "", fmt.Errorf("fetch page %d: %w", cp.Pages+1, err)
+		}
+		var page *Page
+		if next1 != nil {
+			page, err = next1.take()
+			next1 = nil
+		} else {
+			page, err = f.o.Pager.Page(readCtx, b.ID, cp.Cursor)
+		}
 		if err != nil {
 			return "", fmt.Errorf("fetch page %d: %w", cp.Pages+1, err)
 		}
@@ -269,6 +287,9 @@ func (f *Fetcher) fetch(ctx context.Context, log zerolog.Logger, b *store.Batch)
 				return "", restartError(fmt.Errorf("page %d: next_cursor repeats a cursor this batch was already given (a cursor cycle)", cp.Pages+1))
 			}
 			next.Cursor, next.Seen = *page.Next, remember(cp.Seen, *page.Next)
+			if next.Pages < lim.pages {
+				next1 = ahead(readCtx, f.o.Pager, b.ID, next.Cursor)
+			}
 		}
 		size, err := f.o.Sink.Append(b.ID, cp.StagedBytes, page.Items)
 		if err != nil {
