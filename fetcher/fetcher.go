@@ -26,7 +26,9 @@ import (
 // store.ErrState) wrapped with context.
 type Queue interface {
 	Lease(now time.Time) (*store.Batch, time.Time, error)
-	Checkpoint(id string, cp store.Checkpoint, now time.Time) error
+	// Checkpoints commits several batches' checkpoints in one transaction;
+	// errs[i] is ups[i]'s outcome (see store.Store.Checkpoints).
+	Checkpoints(ups []store.CheckpointUpdate, now time.Time) (errs []error)
 	Retry(id string, at time.Time, kind, reason string, countAttempt bool, now time.Time) error
 	Restart(id string, at time.Time, kind, reason string, now time.Time) error
 	Finish(id string, state store.State, exportPath, reason string, now time.Time) error
@@ -108,8 +110,9 @@ func (nopObserver) BatchFinished(string, int64) {}
 
 // Fetcher is the worker pool.
 type Fetcher struct {
-	o   Options
-	log zerolog.Logger
+	o     Options
+	log   zerolog.Logger
+	ckpts *checkpoints
 }
 
 // New returns a Fetcher; Run starts it.
@@ -132,7 +135,7 @@ func New(o Options) (*Fetcher, error) {
 	if o.Observer == nil {
 		o.Observer = nopObserver{}
 	}
-	return &Fetcher{o: o, log: o.Logger}, nil
+	return &Fetcher{o: o, log: o.Logger, ckpts: &checkpoints{q: o.Queue, now: o.Now}}, nil
 }
 
 // Run leases due batches and processes each on one of Workers goroutines
@@ -240,7 +243,7 @@ func (f *Fetcher) fetch(ctx context.Context, log zerolog.Logger, b *store.Batch)
 		log.Warn().Str("event", "staging_lost").Int64("staged_bytes", staged).Int64("checkpoint_bytes", b.Checkpoint.StagedBytes).
 			Msg("staged results shorter than the checkpoint; fetching the batch from the first page")
 		b.Checkpoint = store.Checkpoint{}
-		if err := f.o.Queue.Checkpoint(b.ID, b.Checkpoint, f.o.Now()); err != nil {
+		if err := f.ckpts.commit(b.ID, b.Checkpoint); err != nil {
 			return "", fmt.Errorf("reset checkpoint: %w", err)
 		}
 	}
@@ -296,7 +299,7 @@ func (f *Fetcher) fetch(ctx context.Context, log zerolog.Logger, b *store.Batch)
 			return "", fmt.Errorf("stage page %d: %w", cp.Pages+1, err)
 		}
 		next.StagedBytes = size
-		if err := f.o.Queue.Checkpoint(b.ID, next, f.o.Now()); err != nil {
+		if err := f.ckpts.commit(b.ID, next); err != nil {
 			return "", fmt.Errorf("checkpoint page %d: %w", next.Pages, err)
 		}
 		cp = next

@@ -336,12 +336,12 @@ type cancelAfter struct {
 	cancel context.CancelFunc
 }
 
-func (q *cancelAfter) Checkpoint(id string, cp store.Checkpoint, now time.Time) error {
-	err := q.Store.Checkpoint(id, cp, now)
-	if q.n--; q.n == 0 {
+func (q *cancelAfter) Checkpoints(ups []store.CheckpointUpdate, now time.Time) []error {
+	errs := q.Store.Checkpoints(ups, now)
+	if q.n -= len(ups); q.n == 0 {
 		q.cancel()
 	}
-	return err
+	return errs
 }
 
 // flaky fails its first failFinish Finish and failRetry Retry calls, as a

@@ -19,18 +19,23 @@ type waitForRequest struct {
 	missed   atomic.Int64
 }
 
-func (q *waitForRequest) Checkpoint(id string, cp store.Checkpoint, now time.Time) error {
-	if !cp.Done {
+func (q *waitForRequest) Checkpoints(ups []store.CheckpointUpdate, now time.Time) []error {
+	for _, u := range ups {
+		cp := u.Checkpoint
+		if cp.Done {
+			continue
+		}
 		deadline := time.Now().Add(2 * time.Second)
 		for q.requests.Load() <= cp.Pages {
 			if time.Now().After(deadline) {
 				q.missed.Add(1)
-				return fmt.Errorf("page %d checkpointed before page %d was requested", cp.Pages, cp.Pages+1)
+				err := fmt.Errorf("page %d checkpointed before page %d was requested", cp.Pages, cp.Pages+1)
+				return []error{err}
 			}
 			time.Sleep(time.Millisecond)
 		}
 	}
-	return q.Store.Checkpoint(id, cp, now)
+	return q.Store.Checkpoints(ups, now)
 }
 
 func TestTheNextPageIsReadWhileThisOneIsStaged(t *testing.T) {
