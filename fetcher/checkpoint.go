@@ -76,3 +76,35 @@ func (c *checkpoints) round() {
 	c.mu.Unlock()
 	next.lead <- struct{}{}
 }
+
+// committing is a page's checkpoint committing in the background while the
+// worker stages the next page: the next page's bytes may reach the file
+// before this checkpoint commits (a crash then leaves them beyond the
+// checkpoint, and the resumed fetch cuts them), but the next checkpoint is
+// not asked for before this one returned. Each checkpoint still follows
+// its own page's sync.
+type committing struct {
+	cp    store.Checkpoint
+	items int
+	done  chan struct{}
+	err   error
+}
+
+// start commits cp for batch id in the background.
+func (c *checkpoints) start(id string, cp store.Checkpoint, items int) *committing {
+	p := &committing{cp: cp, items: items, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.err = c.commit(id, cp)
+	}()
+	return p
+}
+
+// wait returns the commit's outcome; nil for no commit.
+func (p *committing) wait() error {
+	if p == nil {
+		return nil
+	}
+	<-p.done
+	return p.err
+}

@@ -257,12 +257,30 @@ func (f *Fetcher) fetch(ctx context.Context, log zerolog.Logger, b *store.Batch)
 	lim := f.limits(b)
 	// The page after the one being staged is read ahead (prefetch.go);
 	// on the way out it is cancelled and waited for.
+	// The previous page's checkpoint commits while this page is staged
+	// (checkpoint.go); settle waits for it.
 	readCtx, cancel := context.WithCancel(ctx)
-	var next1 *prefetch
+	var (
+		next1 *prefetch
+		prev  *committing
+	)
 	defer func() {
 		cancel()
 		next1.wait()
+		_ = prev.wait() // an error here is already the fetch's, or moot
 	}()
+	settle := func() error {
+		if err := prev.wait(); err != nil {
+			return fmt.Errorf("checkpoint page %d: %w", prev.cp.Pages, err)
+		}
+		if prev != nil {
+			b.Checkpoint = prev.cp
+			f.o.Observer.PageFetched()
+			log.Debug().Str("event", "page_fetched").Int64("page", prev.cp.Pages).Int("items", prev.items).Msg("page staged")
+		}
+		prev = nil
+		return nil
+	}
 	for !cp.Done {
 		if cp.Pages >= lim.pages {
 			return "", lim.tooManyPages()
@@ -298,14 +316,19 @@ func (f *Fetcher) fetch(ctx context.Context, log zerolog.Logger, b *store.Batch)
 		if err != nil {
 			return "", fmt.Errorf("stage page %d: %w", cp.Pages+1, err)
 		}
-		next.StagedBytes = size
-		if err := f.ckpts.commit(b.ID, next); err != nil {
+		if err := settle(); err != nil {
+			return "", err
+		}
+		if err := ctx.Err(); err != nil {
+			// Stopping: this page stays beyond the checkpoint, cut on resume.
 			return "", fmt.Errorf("checkpoint page %d: %w", next.Pages, err)
 		}
+		next.StagedBytes = size
+		prev = f.ckpts.start(b.ID, next, len(page.Items))
 		cp = next
-		b.Checkpoint = cp
-		f.o.Observer.PageFetched()
-		log.Debug().Str("event", "page_fetched").Int64("page", cp.Pages).Int("items", len(page.Items)).Msg("page staged")
+	}
+	if err := settle(); err != nil {
+		return "", err
 	}
 	path, err := f.o.Sink.Publish(*b, f.o.Now().UTC())
 	if err != nil {
