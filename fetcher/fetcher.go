@@ -26,7 +26,9 @@ import (
 // store.ErrState) wrapped with context.
 type Queue interface {
 	Lease(now time.Time) (*store.Batch, time.Time, error)
-	Checkpoint(id string, cp store.Checkpoint, now time.Time) error
+	// Checkpoints commits several batches' checkpoints in one transaction;
+	// errs[i] is ups[i]'s outcome (see store.Store.Checkpoints).
+	Checkpoints(ups []store.CheckpointUpdate, now time.Time) (errs []error)
 	Retry(id string, at time.Time, kind, reason string, countAttempt bool, now time.Time) error
 	Restart(id string, at time.Time, kind, reason string, now time.Time) error
 	Finish(id string, state store.State, exportPath, reason string, now time.Time) error
@@ -108,8 +110,9 @@ func (nopObserver) BatchFinished(string, int64) {}
 
 // Fetcher is the worker pool.
 type Fetcher struct {
-	o   Options
-	log zerolog.Logger
+	o     Options
+	log   zerolog.Logger
+	ckpts *checkpoints
 }
 
 // New returns a Fetcher; Run starts it.
@@ -132,7 +135,7 @@ func New(o Options) (*Fetcher, error) {
 	if o.Observer == nil {
 		o.Observer = nopObserver{}
 	}
-	return &Fetcher{o: o, log: o.Logger}, nil
+	return &Fetcher{o: o, log: o.Logger, ckpts: &checkpoints{q: o.Queue, now: o.Now}}, nil
 }
 
 // Run leases due batches and processes each on one of Workers goroutines
@@ -240,7 +243,7 @@ func (f *Fetcher) fetch(ctx context.Context, log zerolog.Logger, b *store.Batch)
 		log.Warn().Str("event", "staging_lost").Int64("staged_bytes", staged).Int64("checkpoint_bytes", b.Checkpoint.StagedBytes).
 			Msg("staged results shorter than the checkpoint; fetching the batch from the first page")
 		b.Checkpoint = store.Checkpoint{}
-		if err := f.o.Queue.Checkpoint(b.ID, b.Checkpoint, f.o.Now()); err != nil {
+		if err := f.ckpts.commit(b.ID, b.Checkpoint); err != nil {
 			return "", fmt.Errorf("reset checkpoint: %w", err)
 		}
 	}
@@ -252,11 +255,47 @@ func (f *Fetcher) fetch(ctx context.Context, log zerolog.Logger, b *store.Batch)
 		}
 	}
 	lim := f.limits(b)
+	// The page after the one being staged is read ahead (prefetch.go);
+	// on the way out it is cancelled and waited for.
+	// The previous page's checkpoint commits while this page is staged
+	// (checkpoint.go); settle waits for it.
+	readCtx, cancel := context.WithCancel(ctx)
+	var (
+		next1 *prefetch
+		prev  *committing
+	)
+	defer func() {
+		cancel()
+		next1.wait()
+		_ = prev.wait() // an error here is already the fetch's, or moot
+	}()
+	settle := func() error {
+		if err := prev.wait(); err != nil {
+			return fmt.Errorf("checkpoint page %d: %w", prev.cp.Pages, err)
+		}
+		if prev != nil {
+			b.Checkpoint = prev.cp
+			f.o.Observer.PageFetched()
+			log.Debug().Str("event", "page_fetched").Int64("page", prev.cp.Pages).Int("items", prev.items).Msg("page staged")
+		}
+		prev = nil
+		return nil
+	}
 	for !cp.Done {
 		if cp.Pages >= lim.pages {
 			return "", lim.tooManyPages()
 		}
-		page, err := f.o.Pager.Page(ctx, b.ID, cp.Cursor)
+		if err := ctx.Err(); err != nil {
+			// Stopping: a page already read ahead is not staged.
+			return "", fmt.Errorf("fetch page %d: %w", cp.Pages+1, err)
+		}
+		var page *Page
+		if next1 != nil {
+			page, err = next1.take()
+			next1 = nil
+		} else {
+			page, err = f.o.Pager.Page(readCtx, b.ID, cp.Cursor)
+		}
 		if err != nil {
 			return "", fmt.Errorf("fetch page %d: %w", cp.Pages+1, err)
 		}
@@ -269,19 +308,27 @@ func (f *Fetcher) fetch(ctx context.Context, log zerolog.Logger, b *store.Batch)
 				return "", restartError(fmt.Errorf("page %d: next_cursor repeats a cursor this batch was already given (a cursor cycle)", cp.Pages+1))
 			}
 			next.Cursor, next.Seen = *page.Next, remember(cp.Seen, *page.Next)
+			if next.Pages < lim.pages {
+				next1 = ahead(readCtx, f.o.Pager, b.ID, next.Cursor)
+			}
 		}
 		size, err := f.o.Sink.Append(b.ID, cp.StagedBytes, page.Items)
 		if err != nil {
 			return "", fmt.Errorf("stage page %d: %w", cp.Pages+1, err)
 		}
-		next.StagedBytes = size
-		if err := f.o.Queue.Checkpoint(b.ID, next, f.o.Now()); err != nil {
+		if err := settle(); err != nil {
+			return "", err
+		}
+		if err := ctx.Err(); err != nil {
+			// Stopping: this page stays beyond the checkpoint, cut on resume.
 			return "", fmt.Errorf("checkpoint page %d: %w", next.Pages, err)
 		}
+		next.StagedBytes = size
+		prev = f.ckpts.start(b.ID, next, len(page.Items))
 		cp = next
-		b.Checkpoint = cp
-		f.o.Observer.PageFetched()
-		log.Debug().Str("event", "page_fetched").Int64("page", cp.Pages).Int("items", len(page.Items)).Msg("page staged")
+	}
+	if err := settle(); err != nil {
+		return "", err
 	}
 	path, err := f.o.Sink.Publish(*b, f.o.Now().UTC())
 	if err != nil {

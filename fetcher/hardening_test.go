@@ -318,10 +318,14 @@ func TestCursorCycleAcrossARestart(t *testing.T) {
 	if b := r.get(t, "b1"); b.State != store.StateQueued || b.Checkpoint.Pages != 2 {
 		t.Fatalf("after the stop: %+v", b.Checkpoint)
 	}
+	// The first run may have read page 3 ahead before the stop; what
+	// counts is that the resumed run stops at the first repeat: B gives C,
+	// C gives A, seen before the restart (forgotten, A would be read too).
+	before := e.count()
 	r.runOnce(t)
 	b := r.get(t, "b1")
-	if b.ErrorKind != "protocol" || !strings.Contains(b.LastError, "cursor cycle") || e.count() != 4 {
-		t.Fatalf("after resuming: kind %q error %q after %d calls", b.ErrorKind, b.LastError, e.count())
+	if b.ErrorKind != "protocol" || !strings.Contains(b.LastError, "cursor cycle") || e.count()-before != 2 {
+		t.Fatalf("after resuming: kind %q error %q after %d calls", b.ErrorKind, b.LastError, e.count()-before)
 	}
 }
 
@@ -332,12 +336,12 @@ type cancelAfter struct {
 	cancel context.CancelFunc
 }
 
-func (q *cancelAfter) Checkpoint(id string, cp store.Checkpoint, now time.Time) error {
-	err := q.Store.Checkpoint(id, cp, now)
-	if q.n--; q.n == 0 {
+func (q *cancelAfter) Checkpoints(ups []store.CheckpointUpdate, now time.Time) []error {
+	errs := q.Store.Checkpoints(ups, now)
+	if q.n -= len(ups); q.n == 0 {
 		q.cancel()
 	}
-	return err
+	return errs
 }
 
 // flaky fails its first failFinish Finish and failRetry Retry calls, as a

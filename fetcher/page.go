@@ -22,9 +22,13 @@ type Page struct {
 // names BATCHHOOK_RESULTS_FIELD: silently skipping items would export an
 // incomplete batch.
 func ParsePage(body []byte, resultsField string) (*Page, error) {
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(body, &members); err != nil {
-		return nil, fmt.Errorf("page is not a JSON object: %w", err)
+	members, err := objectMembers(body)
+	if err != nil {
+		// Not a valid object: the decoder says why (a top-level null
+		// decodes to no members, and fails on next_cursor below).
+		if err := json.Unmarshal(body, &members); err != nil {
+			return nil, fmt.Errorf("page is not a JSON object: %w", err)
+		}
 	}
 	rawNext, ok := members["next_cursor"]
 	if !ok {
@@ -45,17 +49,10 @@ func ParsePage(body []byte, resultsField string) (*Page, error) {
 	if err != nil {
 		return nil, err
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(rawItems, &items); err != nil {
-		return nil, fmt.Errorf("items are not a JSON array: %w", err)
-	}
-	p.Items = make([]json.RawMessage, len(items))
-	for i, it := range items {
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, it); err != nil {
-			return nil, fmt.Errorf("item %d: %w", i, err)
-		}
-		p.Items[i] = buf.Bytes()
+	// The page was validated whole above: the items are split and
+	// compacted in one pass, and an item already compact is not copied.
+	if p.Items, err = splitArray(rawItems); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

@@ -172,3 +172,26 @@ func TestParsePageErrors(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkParsePage decodes a 100-item page shaped like the simulator's.
+//
+//	go test -run XXX -bench BenchmarkParsePage -benchmem ./fetcher/
+func BenchmarkParsePage(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString(`{"batch_id":"b_1","status":"completed","results":[`)
+	for i := range 100 {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(`{"cpf":"` + strings.Repeat("1", 11) + `","found":true,"profile":{"name":"Maria da Silva Souza","birth_date":"1980-01-01","mother_name":"Ana Souza","status":"REGULAR"}}`)
+	}
+	sb.WriteString(`],"next_cursor":"c100"}`)
+	body := []byte(sb.String())
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := fetcher.ParsePage(body, ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -181,11 +181,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		return err
 	}
 	d.provider = d.watchProvider()
-	client, err := fetcher.NewClient(fetcher.ClientOptions{
-		BaseURL: cfg.APIBaseURL, APIKey: func() []byte { return *d.apiKey.Load() }, Limit: cfg.PageLimit,
-		CursorParam: cfg.CursorParam, ResultsField: cfg.ResultsField, StatusField: cfg.StatusField,
-		MaxPageBytes: cfg.MaxPageBytes, Timeout: cfg.FetchTimeout, Observe: d.provider.Observe,
-	})
+	client, err := pageClient(cfg, func() []byte { return *d.apiKey.Load() }, d.provider.Observe)
 	if err != nil {
 		return err
 	}
