@@ -91,4 +91,3 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	}
 }
-
