@@ -6,6 +6,7 @@
 # bare, daemon, ...).
 #   bash bench/compare.sh [seconds per run] [wrk threads]
 #   BENCH_GENERATOR=builtin bash bench/compare.sh   (the built-in generator even with wrk)
+#   BENCH_IDS=ordered bash bench/compare.sh   (batch ids in order instead of random; bench/presign.sh)
 #
 # With `wrk` on PATH (and perl, for bench/presign.sh) the load comes from wrk
 # and bench/wrk.lua: every request a different body, signed beforehand by an
@@ -119,7 +120,7 @@ region=$((secs * 25000))
 prefill=20000
 nregions=$((2 * reps))
 total=$((prefill + nregions * region))
-echo "generator: wrk $(wrk -v 2>&1 | head -1 | awk '{print $2}') with bench/wrk.lua, -t $threads, ${secs} s per run, median of $reps interleaved runs; $total requests pre-signed by bench/presign.sh (perl Digest::SHA)"
+echo "generator: wrk $(wrk -v 2>&1 | head -1 | awk '{print $2}') with bench/wrk.lua, -t $threads, ${secs} s per run, median of $reps interleaved runs; $total requests pre-signed by bench/presign.sh (perl Digest::SHA), batch ids $([ "${BENCH_IDS:-}" = ordered ] && echo "in order (BENCH_IDS=ordered)" || echo "random like the provider's")"
 bash bench/presign.sh "$work/secret" "$total" > "$work/requests.tsv"
 
 # The Lua check: the same load with one fixed body and no per-request Lua.
