@@ -181,12 +181,17 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, '"')
 }
 
+// appendTime appends t as Time.MarshalJSON writes it, and refuses what it
+// refuses: a year outside [0,9999] and a zone offset of a day or more,
+// which RFC 3339 cannot express (AppendText is MarshalJSON's own strict
+// formatter, without its allocation). Written anyway, an offset past
+// 99:59 would make the record unreadable.
 func appendTime(dst []byte, name string, t time.Time) ([]byte, error) {
-	if y := t.Year(); y < 0 || y > 9999 {
-		return nil, fmt.Errorf("encode %s: year %d outside [0,9999]", name[2:len(name)-2], y)
-	}
 	dst = append(append(dst, name...), '"')
-	dst = t.AppendFormat(dst, time.RFC3339Nano)
+	dst, err := t.AppendText(dst)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", name[2:len(name)-2], err)
+	}
 	return append(dst, '"'), nil
 }
 

@@ -12,8 +12,10 @@ import (
 // Indexes kept beside the batch records, each updated in the transaction
 // that changes the record, so that the admin API and the metrics never scan
 // every record:
-//   - records (layout.go) is itself keyed by (created time, id), so it
-//     lists newest first without an index of its own;
+//   - records (layout.go) is itself keyed by (position, id), the order
+//     batches were first recorded in, so it lists newest first without an
+//     index of its own (List's cursor is a records key: cursors handed
+//     out before the layout changed restart at the newest);
 //   - pending: (created time, id) for batches not in a final state, whose
 //     first key is the oldest batch not yet exported;
 //   - counts: the number of batches in each state;

@@ -126,8 +126,13 @@ func migrateLayout(db *bolt.DB) (int, error) {
 	var done bool
 	var from []byte
 	if err := db.View(func(tx *bolt.Tx) error {
+		// An earlier batchhook started on a migrated database (a rollback
+		// without the backup) recreates the created index at open and
+		// records new batches its own way: its index being back means
+		// there may be records to move again.
 		meta := tx.Bucket(bucketMeta)
-		done, from = meta.Get(layoutV2) != nil, bytes.Clone(meta.Get(layoutResume))
+		done = meta.Get(layoutV2) != nil && tx.Bucket(bucketCreated) == nil
+		from = bytes.Clone(meta.Get(layoutResume))
 		return nil
 	}); err != nil || done {
 		return 0, err
