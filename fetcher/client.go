@@ -119,6 +119,7 @@ func (c *Client) get(ctx context.Context, batchID, cursor string, limit int) ([]
 	shown := u.String() // no query yet: the cursor is the provider's opaque data
 	u.RawQuery = q.Encode()
 
+	caller := ctx
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
@@ -129,7 +130,13 @@ func (c *Client) get(ctx context.Context, batchID, cursor string, limit int) ([]
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.opts.HTTP.Do(req)
 	if err != nil {
-		c.observe(0, shown)
+		// A request its caller gave up on (a stop, a page read ahead and
+		// then dropped) is not the provider's failure to answer: only the
+		// others count as "none" (a timeout of ours, a refused or dropped
+		// connection).
+		if caller.Err() == nil {
+			c.observe(0, shown)
+		}
 		return nil, 0, &Error{Kind: KindTransient, URL: shown, Err: fmt.Errorf("request: %w", redactURL(err))}
 	}
 	c.observe(resp.StatusCode, shown)
