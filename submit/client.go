@@ -120,6 +120,7 @@ func (c *Client) Submit(ctx context.Context, cpfs []string) Result {
 	if err != nil {
 		return Result{Outcome: OutcomeNotSent, Reason: "encode request: " + err.Error()}
 	}
+	caller := ctx
 	ctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
 	defer cancel()
 	// wrote is set by the transport's writer goroutine. A request whose
@@ -137,7 +138,9 @@ func (c *Client) Submit(ctx context.Context, cpfs []string) Result {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.o.HTTP.Do(req)
-	if c.o.Observe != nil {
+	// A request its caller gave up on (a stop) is not the provider's
+	// failure to answer; our own timeout is.
+	if c.o.Observe != nil && (err == nil || caller.Err() == nil) {
 		code := 0
 		if err == nil {
 			code = resp.StatusCode
