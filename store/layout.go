@@ -16,9 +16,9 @@ import (
 // are appended, so bbolt fills each page before it starts the next
 // (appendFill) instead of splitting pages half full at random places,
 // which is what keying the ~800-byte records by the provider's random ids
-// did (2 records a 4 KiB page: 1.9 KB a batch after 100,000 random ids). bucketBatches maps each id
-// to its 8-byte position: that small entry is what a webhook's duplicate
-// check and the id lookups touch. The records bucket doubles as the
+// did (2 records a 4 KiB page: 1.9 KB a batch after 100,000 random ids).
+// bucketBatches maps each id to its 8-byte position: that small entry is
+// what a webhook's duplicate check and the id lookups touch. The records bucket doubles as the
 // newest-first listing (the old "created" index).
 var bucketRecords = []byte("records")
 
