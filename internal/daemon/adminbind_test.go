@@ -1,9 +1,13 @@
 package daemon
 
 import (
+	"errors"
 	"net"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 )
@@ -30,9 +34,15 @@ func TestAdminBoundOffLoopbackWithoutTokenStopsTheStart(t *testing.T) {
 	if !strings.Contains(err.Error(), "BATCHHOOK_ADMIN_TOKEN") || !strings.Contains(err.Error(), "not a loopback address") {
 		t.Fatalf("error %q does not say what to fix", err)
 	}
-	again, err := net.Listen("tcp", probe.Addr().String())
-	if err != nil {
-		t.Fatalf("admin port %d still held after the refused start: %v", port, err)
+	// Nothing may listen there after the refused start. A dial, not a
+	// second Listen: an outgoing connection elsewhere may take the port as
+	// its source port meanwhile, which a Listen would report as in use.
+	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), 2*time.Second)
+	if err == nil {
+		c.Close()
+		t.Fatalf("admin port %d still listens after the refused start", port)
 	}
-	again.Close()
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("dial the admin port %d after the refused start: %v; want connection refused", port, err)
+	}
 }
