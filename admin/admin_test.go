@@ -89,7 +89,7 @@ func TestAdminErrorsAndStates(t *testing.T) {
 	}
 	// Exported: refetch is accepted once, then refused while queued.
 	b, _, _ := st.Lease(now)
-	st.Finish(b.ID, store.StateExported, "/x", "", now)
+	st.Finish(b.ID, store.StateExported, "/x", "", 0, now)
 	if code, body := call(t, "POST", srv.URL+"/admin/batches/b1/refetch"); code != 202 || body["refetch"] != true {
 		t.Fatalf("refetch exported: %d %v", code, body)
 	}
@@ -137,7 +137,7 @@ func TestRefetchPastRetentionIsAConflictWithTheReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _, _ := st.Lease(time.Now())
-	if err := st.Finish(b.ID, store.StateExported, "/x/b_old", "", time.Now()); err != nil {
+	if err := st.Finish(b.ID, store.StateExported, "/x/b_old", "", 0, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	code, body := call(t, "POST", srv.URL+"/admin/batches/b_old/refetch")

@@ -18,7 +18,7 @@ func exportFor(t *testing.T, st *store.Store, id string, at time.Time) {
 	if b, _, err := st.Lease(at); err != nil || b == nil || b.ID != id {
 		t.Fatalf("lease %s: %v %v", id, b, err)
 	}
-	if err := st.Finish(id, store.StateExported, "/x/"+id, "", at); err != nil {
+	if err := st.Finish(id, store.StateExported, "/x/"+id, "", 0, at); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -21,11 +21,17 @@ import (
 // batch b1 holds two items of the erased CPF.
 type fakeExports struct{ left map[string]int64 }
 
-func (f fakeExports) Erase(id, _ string, _ func(string) bool) (int64, error) {
+func (f fakeExports) Erase(id string, base int, _ string, _ func(string) bool) (int64, int, bool, error) {
 	n := f.left[id]
 	delete(f.left, id)
-	return n, nil
+	if n > 0 {
+		return n, base + 1, true, nil
+	}
+	return 0, base, true, nil
 }
+
+func (fakeExports) Purge(string) error  { return nil }
+func (fakeExports) Remove(string) error { return nil }
 
 func erasureServer(t *testing.T) (*httptest.Server, *store.Store) {
 	t.Helper()
@@ -73,7 +79,7 @@ func TestErasureEndpoints(t *testing.T) {
 	now := time.Now()
 	st.Record(store.Notification{BatchID: "b1", Status: "completed", ReceivedAt: now, Raw: []byte(`{}`)})
 	b, _, _ := st.Lease(now)
-	if err := st.Finish(b.ID, store.StateExported, "/x/b1", "", now); err != nil {
+	if err := st.Finish(b.ID, store.StateExported, "/x/b1", "", 0, now); err != nil {
 		t.Fatal(err)
 	}
 	d, _, _ := st.NextDelivery("http", now, func(string) bool { return false })

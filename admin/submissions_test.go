@@ -139,7 +139,7 @@ func exportBatch(t *testing.T, st *store.Store, id, status string, items ...stri
 	dir := filepath.Join(t.TempDir(), id)
 	os.MkdirAll(dir, 0o700)
 	os.WriteFile(filepath.Join(dir, "results.ndjson"), []byte(strings.Join(items, "\n")+"\n"), 0o600)
-	if err := st.Finish(id, store.StateExported, dir, "", now); err != nil {
+	if err := st.Finish(id, store.StateExported, dir, "", 0, now); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -227,62 +227,74 @@ func (d *Dir) dropStaging(h *handles, batchID string) error {
 }
 
 // Erase removes from the published export of batchID every item whose
-// member field holds a CPF for which match is true, and returns how many
-// it removed. The export is rewritten beside it with a new manifest
-// (items, sha256, erased_items increased) and swapped in whole (replace),
-// so a reader sees the old export or the new one. No export, or nothing
-// to remove, is (0, nil) and changes nothing: an erasure done again is
-// harmless. An export in place that does not match its manifest is left
-// alone and reported (ErrConflict); a link in its place is ErrUnsafePath.
-func (d *Dir) Erase(batchID, field string, match func(digits string) bool) (int64, error) {
+// member field holds a CPF for which match is true. The export is
+// rewritten beside it as the next version (after both base, the store's
+// version of the batch, and the manifest's: items, sha256 and erased_items
+// updated) and swapped in whole (replace), so a reader sees the old export
+// or the new one; a sink reading the old one is stopped before Erase
+// returns. No export, or nothing to remove, changes nothing (an erasure
+// done again is harmless) and still reports the export in place, after
+// syncing the root: a rewrite whose sync failed is made durable by the
+// erasure's next try. An export in place that does not match its manifest
+// is left alone and reported (ErrConflict); a link in its place is
+// ErrUnsafePath.
+func (d *Dir) Erase(batchID string, base int, field string, match func(digits string) bool) (erased int64, version int, inPlace bool, err error) {
 	if err := checkID(batchID); err != nil {
-		return 0, err
+		return 0, 0, false, err
 	}
 	defer d.locks.lock(batchID)()
 	h, err := d.open()
 	if err != nil {
-		return 0, err
+		return 0, 0, false, err
 	}
 	defer h.close()
 	m, _, ok, err := readAt(h.root, batchID, batchID)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return 0, nil
+		return 0, 0, false, nil
 	case err != nil:
-		return 0, fmt.Errorf("erase from export %s: %w", batchID, err)
+		return 0, 0, false, fmt.Errorf("erase from export %s: %w", batchID, err)
 	case !ok:
-		return 0, fmt.Errorf("erase from export %s: %w", batchID, ErrConflict)
+		return 0, 0, false, fmt.Errorf("erase from export %s: %w", batchID, ErrConflict)
 	}
 	src, _, err := openDirAt(h.root, batchID, false)
 	if err != nil {
-		return 0, fmt.Errorf("erase from export %s: %w", batchID, err)
+		return 0, 0, false, fmt.Errorf("erase from export %s: %w", batchID, err)
 	}
 	defer src.Close()
+	current := m.VersionOr(base)
 	n, err := countErased(src, ResultsFile, field, match)
-	if err != nil || n == 0 {
-		return 0, err
+	if err != nil {
+		return 0, 0, false, err
+	}
+	if n == 0 {
+		if err := syncDir(h.root); err != nil {
+			return 0, 0, false, fmt.Errorf("erase from export %s: %w", batchID, err)
+		}
+		return 0, current, true, nil
 	}
 	dir, erased, kept, sum, err := writeFiltered(h, batchID, src, field, match)
 	if err != nil {
-		return 0, fmt.Errorf("erase from export %s: %w", batchID, err)
+		return 0, 0, false, fmt.Errorf("erase from export %s: %w", batchID, err)
 	}
 	defer dir.Close()
-	m.Items, m.SHA256, m.ErasedItems = kept, sum, m.ErasedItems+erased
+	version = max(current, base) + 1
+	m.Version, m.Items, m.SHA256, m.ErasedItems = &version, kept, sum, m.ErasedItems+erased
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
-		return 0, fmt.Errorf("encode manifest: %w", err)
+		return 0, 0, false, fmt.Errorf("encode manifest: %w", err)
 	}
 	if err := writeFileSync(dir, ManifestFile, append(data, '\n')); err != nil {
-		return 0, fmt.Errorf("erase from export %s: %w", batchID, err)
+		return 0, 0, false, fmt.Errorf("erase from export %s: %w", batchID, err)
 	}
 	if err := syncDir(dir); err != nil {
-		return 0, err
+		return 0, 0, false, err
 	}
 	if err := syncDir(h.partial); err != nil {
-		return 0, err
+		return 0, 0, false, err
 	}
 	if err := d.replace(h, rewriteName(batchID), batchID); err != nil {
-		return 0, fmt.Errorf("erase from export %s: swap in the rewrite: %w", batchID, err)
+		return 0, 0, false, fmt.Errorf("erase from export %s: swap in the rewrite: %w", batchID, err)
 	}
-	return erased, nil
+	return erased, version, true, nil
 }

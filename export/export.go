@@ -37,7 +37,14 @@ var ErrConflict = errors.New("export directory exists and is not a complete expo
 // Manifest describes one export. Counters and completed_at are null when the
 // notification did not carry them (or, for a polled batch, cannot know them).
 type Manifest struct {
-	BatchID        string     `json:"batch_id"`
+	BatchID string `json:"batch_id"`
+	// Version counts the changes of the export's content: 0 for the
+	// batch's first export, and each refetch that replaces it or erasure
+	// that rewrites it makes the next one. Sinks put it in their message
+	// ids, so a receiver that deduplicates on ids takes each version as
+	// new. Nil only in a manifest written before versions were recorded
+	// (VersionOr).
+	Version        *int       `json:"version"`
 	Status         string     `json:"status"`
 	TotalRequested *int64     `json:"total_requested"`
 	TotalFound     *int64     `json:"total_found"`
@@ -56,6 +63,16 @@ type Manifest struct {
 	ErasedItems int64 `json:"erased_items"`
 }
 
+// VersionOr returns the manifest's version, or legacy for a manifest
+// written before versions were recorded (the store's version of the batch
+// then stands for it).
+func (m Manifest) VersionOr(legacy int) int {
+	if m.Version == nil {
+		return legacy
+	}
+	return *m.Version
+}
+
 // Dir is a file sink rooted at an export directory.
 type Dir struct {
 	root string
@@ -66,6 +83,8 @@ type Dir struct {
 	locks batchLocks
 	// erasures, when set (SetErasures), filters erased CPFs at Publish.
 	erasures erasureFilter
+	// readers are the sinks' open snapshots (Open), told of every change.
+	readers readers
 }
 
 // New returns a sink rooted at root, creating root (0700) if needed. The
@@ -127,25 +146,32 @@ func checkID(batchID string) error {
 }
 
 // Published reports whether a complete export of batchID is in place: a
-// manifest whose sha256 matches the results file next to it. A link in
-// its place is an error (ErrUnsafePath), not an export.
-func (d *Dir) Published(batchID string) (string, time.Time, bool, error) {
+// manifest whose sha256 matches the results file next to it. It returns
+// the export's path, exported_at and version (-1 for a manifest written
+// before versions were recorded). Before it says so, it syncs the export
+// root, so an export reported in place survives a power loss even when an
+// earlier sync after its rename failed or a crash came before it. A link
+// in its place is an error (ErrUnsafePath), not an export.
+func (d *Dir) Published(batchID string) (string, time.Time, int, bool, error) {
 	if err := checkID(batchID); err != nil {
-		return "", time.Time{}, false, err
+		return "", time.Time{}, 0, false, err
 	}
 	h, err := d.open()
 	if err != nil {
-		return "", time.Time{}, false, err
+		return "", time.Time{}, 0, false, err
 	}
 	defer h.close()
 	m, ok, err := verifyAt(h.root, batchID, batchID)
 	if errors.Is(err, os.ErrNotExist) {
-		return "", time.Time{}, false, nil
+		return "", time.Time{}, 0, false, nil
 	}
 	if err != nil || !ok {
-		return "", time.Time{}, false, err
+		return "", time.Time{}, 0, false, err
 	}
-	return d.Path(batchID), m.ExportedAt, true, nil
+	if err := syncDir(h.root); err != nil {
+		return "", time.Time{}, 0, false, fmt.Errorf("make the export of %s durable: %w", batchID, err)
+	}
+	return d.Path(batchID), m.ExportedAt, m.VersionOr(-1), true, nil
 }
 
 // Verify reports whether dir holds a complete export: its manifest parses,
@@ -176,43 +202,62 @@ func verifyAt(parent *os.File, name, id string) (Manifest, bool, error) {
 
 // readAt is verifyAt that also returns the manifest's bytes as published.
 func readAt(parent *os.File, name, id string) (Manifest, []byte, bool, error) {
+	m, data, rf, ok, err := readOpen(parent, name, id)
+	if rf != nil {
+		rf.Close()
+	}
+	return m, data, ok, err
+}
+
+// readOpen is readAt that, when the export is complete, also returns its
+// results file open at the start (rewound after the check), so that what
+// was checked is what the caller reads; the caller closes it. The file is
+// nil whenever ok is false.
+func readOpen(parent *os.File, name, id string) (Manifest, []byte, *os.File, bool, error) {
 	var m Manifest
 	dir, _, err := openDirAt(parent, name, false)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		if st, ok, serr := lstatAt(parent, name); serr == nil && ok && !isLink(st) {
-			return m, nil, false, nil // a file or another entry: not an export
+			return m, nil, nil, false, nil // a file or another entry: not an export
 		}
-		return m, nil, false, err
+		return m, nil, nil, false, err
 	}
 	if err != nil {
-		return m, nil, false, err
+		return m, nil, nil, false, err
 	}
 	defer dir.Close()
 	mf, err := openReadAt(dir, ManifestFile)
 	if err != nil {
-		return m, nil, false, err
+		return m, nil, nil, false, err
 	}
 	data, err := io.ReadAll(io.LimitReader(mf, maxManifestBytes))
 	mf.Close()
 	if err != nil {
-		return m, nil, false, fmt.Errorf("read manifest: %w", err)
+		return m, nil, nil, false, fmt.Errorf("read manifest: %w", err)
 	}
 	if err := json.Unmarshal(data, &m); err != nil || m.BatchID != id {
-		return m, nil, false, nil
+		return m, nil, nil, false, nil
 	}
 	rf, err := openReadAt(dir, ResultsFile)
 	if errors.Is(err, os.ErrNotExist) {
-		return m, nil, false, nil
+		return m, nil, nil, false, nil
 	}
 	if err != nil {
-		return m, nil, false, err
+		return m, nil, nil, false, err
 	}
-	defer rf.Close()
 	sum, lines, err := hashFile(rf)
-	if err != nil {
-		return m, nil, false, err
+	if err == nil && (sum != m.SHA256 || lines != m.Items) {
+		rf.Close()
+		return m, data, nil, false, nil
 	}
-	return m, data, sum == m.SHA256 && lines == m.Items, nil
+	if err == nil {
+		_, err = rf.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		rf.Close()
+		return m, nil, nil, false, err
+	}
+	return m, data, rf, true, nil
 }
 
 func hashFile(f *os.File) (string, int64, error) {

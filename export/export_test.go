@@ -242,7 +242,7 @@ func TestPublish(t *testing.T) {
 	b.Notification.Flags = []string{"completed_at is not UTC"}
 	exportedAt := time.Date(2026, 11, 22, 10, 5, 0, 0, time.UTC)
 
-	final, err := d.Publish(b, exportedAt)
+	final, _, err := d.Publish(b, exportedAt)
 	if err != nil {
 		t.Fatalf("Publish: %v", err)
 	}
@@ -306,7 +306,7 @@ func TestPublish(t *testing.T) {
 		t.Errorf("manifest flags = %#v", m["flags"])
 	}
 
-	if dir, _, ok, err := d.Published("b-1"); err != nil || !ok || dir != final {
+	if dir, _, _, ok, err := d.Published("b-1"); err != nil || !ok || dir != final {
 		t.Errorf("Published = %q, %v, %v; want %q, true, nil", dir, ok, err, final)
 	}
 	if ok, err := export.Verify(final); err != nil || !ok {
@@ -321,7 +321,7 @@ func TestPublishUnknownValuesAreNull(t *testing.T) {
 	b.Notification.TotalRequested, b.Notification.TotalFound, b.Notification.TotalNotFound = nil, nil, nil
 	b.Notification.CompletedAt = nil
 	b.Notification.Source = store.SourcePoll
-	final, err := d.Publish(b, time.Now())
+	final, _, err := d.Publish(b, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +342,7 @@ func TestPublishUnknownValuesAreNull(t *testing.T) {
 
 func TestPublishZeroItems(t *testing.T) {
 	d := newDir(t)
-	final, err := d.Publish(batch("empty", 0, 1, 0), time.Now())
+	final, _, err := d.Publish(batch("empty", 0, 1, 0), time.Now())
 	if err != nil {
 		t.Fatalf("Publish: %v", err)
 	}
@@ -357,7 +357,7 @@ func TestPublishZeroItems(t *testing.T) {
 	if m["items"] != 0.0 || m["sha256"] != sha256Hex("") {
 		t.Errorf("manifest items %v sha256 %v; want 0, %s", m["items"], m["sha256"], sha256Hex(""))
 	}
-	if _, _, ok, err := d.Published("empty"); !ok || err != nil {
+	if _, _, _, ok, err := d.Published("empty"); !ok || err != nil {
 		t.Errorf("Published = %v, %v", ok, err)
 	}
 	notExist(t, filepath.Join(d.Root(), ".partial", "empty"))
@@ -367,7 +367,7 @@ func TestPublishCutsToTheCheckpoint(t *testing.T) {
 	d := newDir(t)
 	n1 := mustAppend(t, d, "b-1", 0, `{"i":1}`, `{"i":2}`)
 	mustAppend(t, d, "b-1", n1, `{"i":3}`) // written, never checkpointed
-	final, err := d.Publish(batch("b-1", 2, 1, n1), time.Now())
+	final, _, err := d.Publish(batch("b-1", 2, 1, n1), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +379,7 @@ func TestPublishCutsToTheCheckpoint(t *testing.T) {
 func TestPublishKeepsAnExistingCompleteExport(t *testing.T) {
 	d := newDir(t)
 	n := mustAppend(t, d, "b-1", 0, `{"first":1}`)
-	final, err := d.Publish(batch("b-1", 1, 1, n), time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	final, _, err := d.Publish(batch("b-1", 1, 1, n), time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +387,7 @@ func TestPublishKeepsAnExistingCompleteExport(t *testing.T) {
 
 	// A second fetch of the same batch stages different bytes.
 	n = mustAppend(t, d, "b-1", 0, `{"second":1}`, `{"second":2}`)
-	again, err := d.Publish(batch("b-1", 2, 1, n), time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC))
+	again, _, err := d.Publish(batch("b-1", 2, 1, n), time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatalf("second Publish: %v", err)
 	}
@@ -441,7 +441,7 @@ func TestPublishConflict(t *testing.T) {
 			tt.prepare(t, final)
 			before := snapshot(t, final)
 			n := mustAppend(t, d, "b-1", 0, `{"new":1}`)
-			_, err := d.Publish(batch("b-1", 1, 1, n), time.Now())
+			_, _, err := d.Publish(batch("b-1", 1, 1, n), time.Now())
 			if !errors.Is(err, export.ErrConflict) {
 				t.Fatalf("Publish error = %v, want ErrConflict", err)
 			}
@@ -481,7 +481,7 @@ func TestPublishItemCountMismatch(t *testing.T) {
 	d := newDir(t)
 	n := mustAppend(t, d, "b-1", 0, `{"a":1}`, `{"a":2}`)
 	for _, items := range []int64{1, 3} {
-		_, err := d.Publish(batch("b-1", items, 1, n), time.Now())
+		_, _, err := d.Publish(batch("b-1", items, 1, n), time.Now())
 		if err == nil {
 			t.Errorf("Publish with checkpoint items %d over 2 staged: want an error", items)
 		}
@@ -495,7 +495,7 @@ func TestPublishItemCountMismatch(t *testing.T) {
 func TestPublishStagedBytesBeyondTheFile(t *testing.T) {
 	d := newDir(t)
 	n := mustAppend(t, d, "b-1", 0, `{"a":1}`)
-	if _, err := d.Publish(batch("b-1", 1, 1, n+10), time.Now()); err == nil {
+	if _, _, err := d.Publish(batch("b-1", 1, 1, n+10), time.Now()); err == nil {
 		t.Error("Publish with StagedBytes beyond the staged file: want an error")
 	}
 	notExist(t, d.Path("b-1"))
@@ -505,7 +505,7 @@ func TestPublishedAndVerify(t *testing.T) {
 	publish := func(t *testing.T) (*export.Dir, string) {
 		d := newDir(t)
 		n := mustAppend(t, d, "b-1", 0, `{"a":1}`, `{"a":2}`)
-		final, err := d.Publish(batch("b-1", 2, 1, n), time.Now())
+		final, _, err := d.Publish(batch("b-1", 2, 1, n), time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -572,7 +572,7 @@ func TestPublishedAndVerify(t *testing.T) {
 			if (err != nil) != tt.verifyErrs {
 				t.Errorf("Verify error = %v, want error: %v", err, tt.verifyErrs)
 			}
-			dir, _, ok, err := d.Published("b-1")
+			dir, _, _, ok, err := d.Published("b-1")
 			if err != nil {
 				t.Errorf("Published error = %v", err)
 			}
@@ -588,7 +588,7 @@ func TestPublishedAndVerify(t *testing.T) {
 		d := newDir(t)
 		mustAppend(t, d, "staged-only", 0, `{"a":1}`)
 		for _, id := range []string{"nothing", "staged-only"} {
-			dir, _, ok, err := d.Published(id)
+			dir, _, _, ok, err := d.Published(id)
 			if dir != "" || ok || err != nil {
 				t.Errorf("Published(%s) = %q, %v, %v; want \"\", false, nil", id, dir, ok, err)
 			}
@@ -609,10 +609,10 @@ func TestUnsafeBatchIDsNeverReachTheDisk(t *testing.T) {
 		if _, err := d.Staged(id); err == nil {
 			t.Errorf("Staged(%q) succeeded", id)
 		}
-		if _, _, _, err := d.Published(id); err == nil {
+		if _, _, _, _, err := d.Published(id); err == nil {
 			t.Errorf("Published(%q) succeeded", id)
 		}
-		if _, err := d.Publish(store.Batch{ID: id}, time.Now()); err == nil {
+		if _, _, err := d.Publish(store.Batch{ID: id}, time.Now()); err == nil {
 			t.Errorf("Publish(%q) succeeded", id)
 		}
 	}
@@ -631,7 +631,7 @@ func TestVerifyChecksTheManifestBatchID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path, err := d.Publish(store.Batch{ID: "b_one", Checkpoint: store.Checkpoint{Done: true, Items: 1, Pages: 1, StagedBytes: size}}, time.Now())
+	path, _, err := d.Publish(store.Batch{ID: "b_one", Checkpoint: store.Checkpoint{Done: true, Items: 1, Pages: 1, StagedBytes: size}}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

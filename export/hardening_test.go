@@ -46,7 +46,7 @@ func publish(t *testing.T, d *Dir, id string, refetch bool, items ...string) str
 	}
 	b := store.Batch{ID: id, Refetch: refetch, Notification: store.Notification{BatchID: id},
 		Checkpoint: store.Checkpoint{Done: true, Items: int64(len(items)), Pages: 1, StagedBytes: n}}
-	path, err := d.Publish(b, time.Now())
+	path, _, err := d.Publish(b, time.Now())
 	if err != nil {
 		t.Fatalf("Publish (refetch %v): %v", refetch, err)
 	}
@@ -160,7 +160,7 @@ func TestRecoverRestoresTheOnlyCopyAndRemovesStaleOnes(t *testing.T) {
 		t.Fatalf("Recover = %+v", r)
 	}
 	for _, id := range []string{"lost-1", "lost-2", "stale-1", "stale-2"} {
-		if _, _, ok, err := d.Published(id); !ok || err != nil {
+		if _, _, _, ok, err := d.Published(id); !ok || err != nil {
 			t.Errorf("%s not published after Recover: %v", id, err)
 		}
 		if got := results(t, d.Path(id)); got != `{"id":"`+id+`"}`+"\n" {
@@ -275,7 +275,7 @@ func TestALinkInPlaceOfTheExportIsRefused(t *testing.T) {
 	outside := t.TempDir()
 	copyExport(t, publish(t, newTestDir(t), "b-1", false, `{"v":1}`), filepath.Join(outside, "b-1"))
 	mustSymlink(t, filepath.Join(outside, "b-1"), d.Path("b-1"))
-	if _, _, ok, err := d.Published("b-1"); ok || !errors.Is(err, ErrUnsafePath) {
+	if _, _, _, ok, err := d.Published("b-1"); ok || !errors.Is(err, ErrUnsafePath) {
 		t.Fatalf("Published through a link = %v, %v; want ErrUnsafePath", ok, err)
 	}
 	raw := []json.RawMessage{json.RawMessage(`{"v":2}`)}
@@ -284,7 +284,7 @@ func TestALinkInPlaceOfTheExportIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := store.Batch{ID: "b-1", Refetch: true, Checkpoint: store.Checkpoint{Done: true, Items: 1, StagedBytes: n}}
-	if _, err := d.Publish(b, time.Now()); !errors.Is(err, ErrUnsafePath) || !strings.Contains(err.Error(), d.Path("b-1")) {
+	if _, _, err := d.Publish(b, time.Now()); !errors.Is(err, ErrUnsafePath) || !strings.Contains(err.Error(), d.Path("b-1")) {
 		t.Fatalf("Publish over a link: %v, want ErrUnsafePath naming it", err)
 	}
 	if got := results(t, filepath.Join(outside, "b-1")); got != `{"v":1}`+"\n" {
@@ -390,7 +390,7 @@ func TestAHardLinkedManifestIsNotTruncated(t *testing.T) {
 		t.Skipf("hard link across the temp dirs: %v", err)
 	}
 	b := store.Batch{ID: "b-1", Checkpoint: store.Checkpoint{Done: true, Items: 1, Pages: 1, StagedBytes: n}}
-	if _, err := d.Publish(b, time.Now()); !errors.Is(err, ErrUnsafePath) {
+	if _, _, err := d.Publish(b, time.Now()); !errors.Is(err, ErrUnsafePath) {
 		t.Fatalf("Publish with a hard-linked manifest: %v, want ErrUnsafePath", err)
 	}
 	if data, _ := os.ReadFile(victim); string(data) != "keep me" {
@@ -408,7 +408,7 @@ func TestAHardLinkedPublishedExportStillReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := store.Batch{ID: "b-1", Checkpoint: store.Checkpoint{Done: true, Items: 1, Pages: 1, StagedBytes: n}}
-	path, err := d.Publish(b, time.Now())
+	path, _, err := d.Publish(b, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +417,7 @@ func TestAHardLinkedPublishedExportStillReads(t *testing.T) {
 			t.Skipf("hard link: %v", err)
 		}
 	}
-	if _, _, ok, err := d.Published("b-1"); err != nil || !ok {
+	if _, _, _, ok, err := d.Published("b-1"); err != nil || !ok {
 		t.Fatalf("Published with hard-linked files: %v %v, want a complete export", ok, err)
 	}
 	r, err := d.OpenResults("b-1")

@@ -49,6 +49,7 @@ func (d *Dir) Remove(batchID string) error {
 	if err := removeAt(h.root, batchID); err != nil {
 		return fmt.Errorf("remove export %s: %w", batchID, err)
 	}
+	d.readers.changed(batchID)
 	if err := syncDir(h.root); err != nil {
 		return fmt.Errorf("remove export %s: %w", batchID, err)
 	}

@@ -50,6 +50,7 @@ func (d *Dir) Purge(batchID string) error {
 	if err := removeAt(h.root, batchID); err != nil {
 		return fmt.Errorf("purge export %s: %w", batchID, err)
 	}
+	d.readers.changed(batchID)
 	if err := removeAt(h.partial, batchID); err != nil {
 		return fmt.Errorf("purge staging of %s: %w", batchID, err)
 	}

@@ -46,6 +46,8 @@ func (d *Dir) replace(h *handles, staged, batchID string) error {
 			return fmt.Errorf("publish replacement: %w", err)
 		}
 	}
+	// A sink still reading the old content stops before this returns.
+	d.readers.changed(batchID)
 	if err := syncDir(h.root); err != nil {
 		return err
 	}

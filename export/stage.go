@@ -124,36 +124,56 @@ func (d *Dir) Discard(batchID string) error {
 }
 
 // Publish writes manifest.json beside the staged results, syncs it and the
-// directory, and renames the staging directory to $EXPORT_DIR/<batch_id>.
-// When a complete export is already there it keeps that one (one final
-// directory per batch) and drops the staging copy.
-func (d *Dir) Publish(b store.Batch, exportedAt time.Time) (_ string, err error) {
+// directory, and renames the staging directory to $EXPORT_DIR/<batch_id>;
+// it returns the export's path and version. When a complete export is
+// already there it keeps that one (one final directory per batch), drops
+// the staging copy and syncs the root before saying so: a retry after a
+// failed sync, or a restart after a crash, must not record as exported an
+// export whose directory entry may not be on disk.
+//
+// The version of a first export is 0. A refetch (b.Refetch) replaces the
+// export in place with the next version after both the store's
+// (b.Version) and the one in place: an erasure may have rewritten the
+// export since b was read, and under the batch's lock the manifest in
+// place is the last word.
+func (d *Dir) Publish(b store.Batch, exportedAt time.Time) (_ string, _ int, err error) {
 	if err := checkID(b.ID); err != nil {
-		return "", err
+		return "", 0, err
 	}
 	defer d.locks.lock(b.ID)()
 	h, err := d.open()
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	defer h.close()
 	final := d.Path(b.ID)
-	if _, ok, err := verifyAt(h.root, b.ID, b.ID); err == nil && ok && !b.Refetch {
-		return final, removeAt(h.partial, b.ID)
+	inPlace, ok, err := verifyAt(h.root, b.ID, b.ID)
+	if err == nil && ok && !b.Refetch {
+		if err := syncDir(h.root); err != nil {
+			return "", 0, err
+		}
+		return final, inPlace.VersionOr(b.Version()), removeAt(h.partial, b.ID)
+	}
+	version := 0
+	if b.Refetch {
+		version = b.Version() + 1
+		if inPlace.BatchID == b.ID && inPlace.VersionOr(-1) >= version {
+			version = *inPlace.Version + 1
+		}
 	}
 	// A batch with no items may never have appended: stage the empty file.
 	if _, err := d.Append(b.ID, b.Checkpoint.StagedBytes, nil); err != nil {
-		return "", err
+		return "", 0, err
 	}
 	// Items whose CPF was erased are left out: the export is published
 	// from a filtered copy (".erase.<id>"), the staging stays as it is
 	// until the export is in place, so a crash in between redoes this.
 	staged, erased, err := d.filterStaged(h, b)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
-	if err := d.writeManifest(h, staged, b, exportedAt, erased); err != nil {
-		return "", err
+	if err := d.writeManifest(h, staged, b, exportedAt, erased, version); err != nil {
+		return "", 0, err
 	}
 	if staged != b.ID {
 		defer func() {
@@ -165,29 +185,29 @@ func (d *Dir) Publish(b store.Batch, exportedAt time.Time) (_ string, err error)
 	st, exists, err := lstatAt(h.root, b.ID)
 	switch {
 	case err != nil:
-		return "", fmt.Errorf("check export dir: %w", err)
+		return "", 0, fmt.Errorf("check export dir: %w", err)
 	case exists && isLink(st):
-		return "", fmt.Errorf("publish %s: %s is a symbolic link: %w", b.ID, final, ErrUnsafePath)
+		return "", 0, fmt.Errorf("publish %s: %s is a symbolic link: %w", b.ID, final, ErrUnsafePath)
 	case exists && !b.Refetch:
-		return "", fmt.Errorf("publish %s: %w", b.ID, ErrConflict)
+		return "", 0, fmt.Errorf("publish %s: %w", b.ID, ErrConflict)
 	case exists:
-		return final, d.replace(h, staged, b.ID)
+		return final, version, d.replace(h, staged, b.ID)
 	}
 	if err := renameAt(h.partial, staged, h.root, b.ID); err != nil {
-		return "", fmt.Errorf("publish %s: %w", b.ID, err)
+		return "", 0, fmt.Errorf("publish %s: %w", b.ID, err)
 	}
 	if err := syncDir(h.root); err != nil {
-		return "", err
+		return "", 0, err
 	}
 	if err := syncDir(h.partial); err != nil {
-		return "", err
+		return "", 0, err
 	}
-	return final, nil
+	return final, version, nil
 }
 
 // writeManifest hashes the staged results, checks them against the
 // checkpoint and writes and syncs manifest.json beside them.
-func (d *Dir) writeManifest(h *handles, staged string, b store.Batch, exportedAt time.Time, erased int64) error {
+func (d *Dir) writeManifest(h *handles, staged string, b store.Batch, exportedAt time.Time, erased int64, version int) error {
 	dir, _, err := openDirAt(h.partial, staged, false)
 	if err != nil {
 		return fmt.Errorf("open staging dir: %w", err)
@@ -207,7 +227,7 @@ func (d *Dir) writeManifest(h *handles, staged string, b store.Batch, exportedAt
 	}
 	n := b.Notification
 	m := Manifest{
-		BatchID: b.ID, Status: n.Status, TotalRequested: n.TotalRequested, TotalFound: n.TotalFound,
+		BatchID: b.ID, Version: &version, Status: n.Status, TotalRequested: n.TotalRequested, TotalFound: n.TotalFound,
 		TotalNotFound: n.TotalNotFound, CompletedAt: n.CompletedAt, ReceivedAt: n.ReceivedAt,
 		ExportedAt: exportedAt, Items: lines, Pages: b.Checkpoint.Pages, SHA256: sum, Source: n.Source,
 		Flags: n.Flags, ErasedItems: erased,

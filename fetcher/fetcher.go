@@ -31,7 +31,7 @@ type Queue interface {
 	Checkpoints(ups []store.CheckpointUpdate, now time.Time) (errs []error)
 	Retry(id string, at time.Time, kind, reason string, countAttempt bool, now time.Time) error
 	Restart(id string, at time.Time, kind, reason string, now time.Time) error
-	Finish(id string, state store.State, exportPath, reason string, now time.Time) error
+	Finish(id string, state store.State, exportPath, reason string, version int, now time.Time) error
 	Wakeups() <-chan struct{}
 }
 
@@ -42,9 +42,10 @@ var _ Queue = (*store.Store)(nil)
 // on disk. Errors are the file system's, wrapped with context.
 type Sink interface {
 	// Published returns the path of a complete export of batchID already in
-	// place (its manifest matches its results) and when it was exported, or
-	// ok=false.
-	Published(batchID string) (path string, exportedAt time.Time, ok bool, err error)
+	// place (its manifest matches its results, and its directory entry is
+	// synced), when it was exported and its version (-1 when its manifest
+	// predates versions), or ok=false.
+	Published(batchID string) (path string, exportedAt time.Time, version int, ok bool, err error)
 	// Staged returns how many bytes of results are staged for batchID
 	// (0 when none).
 	Staged(batchID string) (int64, error)
@@ -53,10 +54,11 @@ type Sink interface {
 	// syncs them to disk before returning the new staged length.
 	Append(batchID string, offset int64, items []json.RawMessage) (int64, error)
 	// Publish writes the manifest for b and makes the export appear
-	// atomically; it returns the export's path. When b.Refetch is set the
-	// new export replaces an existing one atomically; otherwise an existing
-	// complete export is kept.
-	Publish(b store.Batch, exportedAt time.Time) (string, error)
+	// atomically and durably; it returns the export's path and version.
+	// When b.Refetch is set the new export replaces an existing one
+	// atomically, as the next version; otherwise an existing complete
+	// export is kept (and its version returned).
+	Publish(b store.Batch, exportedAt time.Time) (path string, version int, err error)
 	// Discard removes whatever is staged for batchID (nothing staged is
 	// not an error): a batch that ends without publishing must not leave
 	// personal data behind.
@@ -203,13 +205,16 @@ func (f *Fetcher) process(ctx context.Context, b *store.Batch) {
 	log := f.log.With().Str("batch_id", b.ID).Logger()
 	// A complete export in place always wins, whatever the clock says,
 	// unless an operator asked for a refetch after it was made.
-	path, exportedAt, ok, err := f.o.Sink.Published(b.ID)
+	path, exportedAt, version, ok, err := f.o.Sink.Published(b.ID)
 	if err != nil {
 		f.fail(ctx, log, b, &Error{Kind: KindLocal, Err: fmt.Errorf("check the export in place: %w", err)})
 		return
 	}
 	if ok && (!b.Refetch || !exportedAt.Before(b.RefetchAt)) {
-		f.exported(ctx, log, b, path, true)
+		if version < 0 { // a manifest from before versions: the store's stands
+			version = b.Version()
+		}
+		f.exported(ctx, log, b, path, version, true)
 		return
 	}
 	// Retention bounds what the provider keeps; a batch whose every page
@@ -218,9 +223,9 @@ func (f *Fetcher) process(ctx context.Context, b *store.Batch) {
 		f.giveUp(ctx, log, b, fmt.Sprintf("retention elapsed: not exported within %s of %s", f.o.Retention, start.UTC().Format(time.RFC3339)))
 		return
 	}
-	path, err = f.fetch(ctx, log, b)
+	path, version, err = f.fetch(ctx, log, b)
 	if err == nil {
-		f.exported(ctx, log, b, path, false)
+		f.exported(ctx, log, b, path, version, false)
 		return
 	}
 	if ctx.Err() != nil {
@@ -234,24 +239,24 @@ func (f *Fetcher) process(ctx context.Context, b *store.Batch) {
 }
 
 // fetch pages the batch from its checkpoint to the end and publishes it.
-func (f *Fetcher) fetch(ctx context.Context, log zerolog.Logger, b *store.Batch) (string, error) {
+func (f *Fetcher) fetch(ctx context.Context, log zerolog.Logger, b *store.Batch) (string, int, error) {
 	staged, err := f.o.Sink.Staged(b.ID)
 	if err != nil {
-		return "", fmt.Errorf("read staging: %w", err)
+		return "", 0, fmt.Errorf("read staging: %w", err)
 	}
 	if staged < b.Checkpoint.StagedBytes {
 		log.Warn().Str("event", "staging_lost").Int64("staged_bytes", staged).Int64("checkpoint_bytes", b.Checkpoint.StagedBytes).
 			Msg("staged results shorter than the checkpoint; fetching the batch from the first page")
 		b.Checkpoint = store.Checkpoint{}
 		if err := f.ckpts.commit(b.ID, b.Checkpoint); err != nil {
-			return "", fmt.Errorf("reset checkpoint: %w", err)
+			return "", 0, fmt.Errorf("reset checkpoint: %w", err)
 		}
 	}
 	cp := b.Checkpoint
 	if cp.Done && staged > cp.StagedBytes {
 		// Cut bytes staged after the last checkpoint before publishing.
 		if _, err := f.o.Sink.Append(b.ID, cp.StagedBytes, nil); err != nil {
-			return "", fmt.Errorf("cut staging to checkpoint: %w", err)
+			return "", 0, fmt.Errorf("cut staging to checkpoint: %w", err)
 		}
 	}
 	lim := f.limits(b)
@@ -283,11 +288,11 @@ func (f *Fetcher) fetch(ctx context.Context, log zerolog.Logger, b *store.Batch)
 	}
 	for !cp.Done {
 		if cp.Pages >= lim.pages {
-			return "", lim.tooManyPages()
+			return "", 0, lim.tooManyPages()
 		}
 		if err := ctx.Err(); err != nil {
 			// Stopping: a page already read ahead is not staged.
-			return "", fmt.Errorf("fetch page %d: %w", cp.Pages+1, err)
+			return "", 0, fmt.Errorf("fetch page %d: %w", cp.Pages+1, err)
 		}
 		var page *Page
 		if next1 != nil {
@@ -297,15 +302,15 @@ func (f *Fetcher) fetch(ctx context.Context, log zerolog.Logger, b *store.Batch)
 			page, err = f.o.Pager.Page(readCtx, b.ID, cp.Cursor)
 		}
 		if err != nil {
-			return "", fmt.Errorf("fetch page %d: %w", cp.Pages+1, err)
+			return "", 0, fmt.Errorf("fetch page %d: %w", cp.Pages+1, err)
 		}
 		if cp.Items+int64(len(page.Items)) > maxItems {
-			return "", restartError(fmt.Errorf("page %d brings the batch to %d items, more than the %d a batch can hold", cp.Pages+1, cp.Items+int64(len(page.Items)), maxItems))
+			return "", 0, restartError(fmt.Errorf("page %d brings the batch to %d items, more than the %d a batch can hold", cp.Pages+1, cp.Items+int64(len(page.Items)), maxItems))
 		}
 		next := store.Checkpoint{StagedBytes: cp.StagedBytes, Items: cp.Items + int64(len(page.Items)), Pages: cp.Pages + 1, Done: page.Next == nil, Seen: cp.Seen}
 		if page.Next != nil {
 			if *page.Next == cp.Cursor || seen(cp.Seen, *page.Next) {
-				return "", restartError(fmt.Errorf("page %d: next_cursor repeats a cursor this batch was already given (a cursor cycle)", cp.Pages+1))
+				return "", 0, restartError(fmt.Errorf("page %d: next_cursor repeats a cursor this batch was already given (a cursor cycle)", cp.Pages+1))
 			}
 			next.Cursor, next.Seen = *page.Next, remember(cp.Seen, *page.Next)
 			if next.Pages < lim.pages {
@@ -314,25 +319,25 @@ func (f *Fetcher) fetch(ctx context.Context, log zerolog.Logger, b *store.Batch)
 		}
 		size, err := f.o.Sink.Append(b.ID, cp.StagedBytes, page.Items)
 		if err != nil {
-			return "", fmt.Errorf("stage page %d: %w", cp.Pages+1, err)
+			return "", 0, fmt.Errorf("stage page %d: %w", cp.Pages+1, err)
 		}
 		if err := settle(); err != nil {
-			return "", err
+			return "", 0, err
 		}
 		if err := ctx.Err(); err != nil {
 			// Stopping: this page stays beyond the checkpoint, cut on resume.
-			return "", fmt.Errorf("checkpoint page %d: %w", next.Pages, err)
+			return "", 0, fmt.Errorf("checkpoint page %d: %w", next.Pages, err)
 		}
 		next.StagedBytes = size
 		prev = f.ckpts.start(b.ID, next, len(page.Items))
 		cp = next
 	}
 	if err := settle(); err != nil {
-		return "", err
+		return "", 0, err
 	}
-	path, err := f.o.Sink.Publish(*b, f.o.Now().UTC())
+	path, version, err := f.o.Sink.Publish(*b, f.o.Now().UTC())
 	if err != nil {
-		return "", fmt.Errorf("publish export: %w", err)
+		return "", 0, fmt.Errorf("publish export: %w", err)
 	}
-	return path, nil
+	return path, version, nil
 }

@@ -127,7 +127,7 @@ func TestAnExportPublishedBeforeACrashWinsOverRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Checkpoint = store.Checkpoint{Done: true, Items: 3, Pages: 1, StagedBytes: n}
-	path, err := r.sink.Publish(*b, t0)
+	path, _, err := r.sink.Publish(*b, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +356,7 @@ type flaky struct {
 
 var errWrite = errors.New("write failed: input/output error")
 
-func (q *flaky) Finish(id string, s store.State, path, reason string, now time.Time) error {
+func (q *flaky) Finish(id string, s store.State, path, reason string, version int, now time.Time) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.calls++
@@ -367,7 +367,7 @@ func (q *flaky) Finish(id string, s store.State, path, reason string, now time.T
 		}
 		return errWrite
 	}
-	return q.Store.Finish(id, s, path, reason, now)
+	return q.Store.Finish(id, s, path, reason, version, now)
 }
 
 func (q *flaky) Retry(id string, at time.Time, kind, reason string, count bool, now time.Time) error {

@@ -25,18 +25,18 @@ const (
 // was found in place without fetching: whatever is staged then is a
 // leftover (the old export a crash left in staging after a swap, or a
 // fetch that a crash cut short) and is removed.
-func (f *Fetcher) exported(ctx context.Context, log zerolog.Logger, b *store.Batch, path string, already bool) {
+func (f *Fetcher) exported(ctx context.Context, log zerolog.Logger, b *store.Batch, path string, version int, already bool) {
 	if already {
 		f.discard(log, b)
 	}
 	if !f.persist(ctx, log, "finish_failed", func() error {
-		return f.o.Queue.Finish(b.ID, store.StateExported, path, "", f.o.Now())
+		return f.o.Queue.Finish(b.ID, store.StateExported, path, "", version, f.o.Now())
 	}) {
 		return
 	}
 	f.o.Observer.BatchFinished(string(store.StateExported), b.Checkpoint.Items)
 	log.Info().Str("event", "batch_exported").Str("status", b.Notification.Status).Int64("items", b.Checkpoint.Items).
-		Int64("pages", b.Checkpoint.Pages).Str("path", path).Bool("already_published", already).Msg("batch exported")
+		Int64("pages", b.Checkpoint.Pages).Int("version", version).Str("path", path).Bool("already_published", already).Msg("batch exported")
 }
 
 // giveUp ends a batch that cannot be fetched (retention over, the provider
@@ -45,7 +45,7 @@ func (f *Fetcher) exported(ctx context.Context, log zerolog.Logger, b *store.Bat
 // and the reason as last_error. Otherwise the batch is abandoned. Its
 // staging is removed either way: nothing will publish it.
 func (f *Fetcher) giveUp(ctx context.Context, log zerolog.Logger, b *store.Batch, reason string) {
-	path, _, ok, err := f.o.Sink.Published(b.ID)
+	path, _, _, ok, err := f.o.Sink.Published(b.ID)
 	if err != nil {
 		// Never abandon a batch without knowing whether its export is there.
 		f.retry(ctx, log, b, &Error{Kind: KindLocal, Err: fmt.Errorf("check the export in place (before giving up: %s): %w", reason, err)})
@@ -54,7 +54,7 @@ func (f *Fetcher) giveUp(ctx context.Context, log zerolog.Logger, b *store.Batch
 	f.discard(log, b)
 	if ok {
 		if !f.persist(ctx, log, "finish_failed", func() error {
-			return f.o.Queue.Finish(b.ID, store.StateExported, path, reason, f.o.Now())
+			return f.o.Queue.Finish(b.ID, store.StateExported, path, reason, 0, f.o.Now())
 		}) {
 			return
 		}
@@ -64,7 +64,7 @@ func (f *Fetcher) giveUp(ctx context.Context, log zerolog.Logger, b *store.Batch
 		return
 	}
 	if !f.persist(ctx, log, "finish_failed", func() error {
-		return f.o.Queue.Finish(b.ID, store.StateAbandoned, "", reason, f.o.Now())
+		return f.o.Queue.Finish(b.ID, store.StateAbandoned, "", reason, 0, f.o.Now())
 	}) {
 		return
 	}

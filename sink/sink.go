@@ -14,6 +14,8 @@ package sink
 import (
 	"context"
 	"io"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -77,14 +79,33 @@ type Export struct {
 	Items int64
 	// ExportedAt is the manifest's exported_at.
 	ExportedAt time.Time
-	// Version is 0 for a batch's first export and N once its Nth refetch
-	// replaced it: message ids carry it (`<batch_id>:r<N>:<part>`,
-	// DECISIONS 22) so that a receiver deduplicating on ids still gets the
-	// new version. A redeliver of the same export keeps its Version.
+	// Version is the manifest's: 0 for a batch's first export, and each
+	// change of its content (a refetch that replaced it, an erasure that
+	// rewrote it) made the next. Message ids carry it (IDBase) so that a
+	// receiver deduplicating on ids takes a new version as new; a retry or
+	// a redeliver of the same version keeps its ids.
 	Version int
 	// OpenItems opens results.ndjson: one compact JSON item a line,
-	// "\n"-terminated, in provider order. The caller closes it.
+	// "\n"-terminated, in provider order; the file the dispatcher checked
+	// against Manifest, whatever replaced it since. The caller closes it.
 	OpenItems func() (io.ReadCloser, error)
+}
+
+// IDBase is how every message id of one version of an export begins: the
+// batch id with each "%" and ":" percent-encoded ("%25", "%3A"), then
+// ":r<version>" from version 1 on. A sink appends ":" and the part. The
+// encoding keeps ids apart: batch "b_1" at version 1 and a batch named
+// "b_1:r1" would both begin "b_1:r1" without it. An id without "%" or ":"
+// is written as it is.
+func IDBase(batchID string, version int) string {
+	id := batchID
+	if strings.ContainsAny(id, "%:") {
+		id = strings.NewReplacer("%", "%25", ":", "%3A").Replace(id)
+	}
+	if version > 0 {
+		return id + ":r" + strconv.Itoa(version)
+	}
+	return id
 }
 
 // Progress records how far a delivery in parts got, durably, so that a

@@ -37,7 +37,7 @@ func TestListNewestFirstPagedAndFiltered(t *testing.T) {
 	}
 	// b0 (oldest) is leased and finished: only it is exported.
 	b, _, _ := s.Lease(t0)
-	if err := s.Finish(b.ID, StateExported, "/x", "", t0); err != nil {
+	if err := s.Finish(b.ID, StateExported, "/x", "", 0, t0); err != nil {
 		t.Fatal(err)
 	}
 	exported, next, err := s.List(StateExported, 10, "")
@@ -73,7 +73,7 @@ func TestRefetchOnlyFinalBatches(t *testing.T) {
 	if _, err := s.Refetch("b1", week, t0); !errors.Is(err, ErrState) {
 		t.Fatalf("refetch while fetching = %v, want ErrState", err)
 	}
-	if err := s.Finish(b.ID, StateExported, "/x/b1", "", t0); err != nil {
+	if err := s.Finish(b.ID, StateExported, "/x/b1", "", 0, t0); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, _ := s.OldestPending(); ok {
@@ -90,7 +90,7 @@ func TestRefetchOnlyFinalBatches(t *testing.T) {
 	if b == nil || !b.Refetch {
 		t.Fatalf("leased %+v, want the refetch", b)
 	}
-	s.Finish("b1", StateExported, "/x/b1", "", t0)
+	s.Finish("b1", StateExported, "/x/b1", "", 0, t0)
 	b, _ = s.Get("b1")
 	if b.Refetch {
 		t.Fatal("Refetch flag survives the export")

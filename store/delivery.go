@@ -42,8 +42,9 @@ type Delivery struct {
 	BatchID string        `json:"batch_id"`
 	Sink    string        `json:"sink"`
 	State   DeliveryState `json:"state"`
-	// Version is 0 for the batch's first export and N once its Nth refetch
-	// replaced it (sink.Export.Version).
+	// Version is the export version this generation delivers (see
+	// Batch.ExportVersion): a change of the export's content moves every
+	// delivery not yet delivered to the new version (ExportChanged).
 	Version int `json:"version"`
 	// Generation grows each time the delivery is queued again (a new
 	// version or a redeliver); an outcome or progress recorded for an
@@ -242,7 +243,7 @@ func (s *Store) queueDelivery(tx *bolt.Tx, b *Batch, sink string, version int, n
 // (called by Finish in the transaction that records the export).
 func (s *Store) queueExport(tx *bolt.Tx, b *Batch, now time.Time) error {
 	for _, sink := range s.Sinks() {
-		if _, err := s.queueDelivery(tx, b, sink, b.Refetches, now); err != nil {
+		if _, err := s.queueDelivery(tx, b, sink, b.Version(), now); err != nil {
 			return fmt.Errorf("queue delivery to %s: %w", sink, err)
 		}
 	}
@@ -426,7 +427,7 @@ func (s *Store) ExportRemovalDone(batchID string) error {
 }
 
 // Redeliver queues the export of batchID to sink again, from part 0, with
-// the version of the export in place (an explicit redeliver of the same
+// the newest version of the export (an explicit redeliver of the same
 // export reuses its message ids). It
 // returns ErrNotFound for an unknown batch and ErrState with the reason
 // when the sink is not configured, the batch is not exported, or its
@@ -447,10 +448,10 @@ func (s *Store) Redeliver(batchID, sink string, now time.Time) (*Delivery, error
 		if b.ExportRemoved {
 			return fmt.Errorf("batch %s: export removed; refetch it first: %w", batchID, ErrState)
 		}
-		// The export in place is always version b.Refetches: a delivery of
-		// an older version (its sink was not configured when a refetch
-		// replaced the export) must not lend its ids to the new content.
-		out, err = s.queueDelivery(tx, b, sink, b.Refetches, now)
+		// A redeliver sends the newest version: a delivery of an older
+		// one (its sink was not configured when a refetch replaced the
+		// export) must not lend its ids to the new content.
+		out, err = s.queueDelivery(tx, b, sink, b.Version(), now)
 		return err
 	})
 	if err != nil {

@@ -17,7 +17,7 @@ func exportBatch(t *testing.T, s *Store, id string, at time.Time) {
 	if err != nil || b == nil || b.ID != id {
 		t.Fatalf("lease %s: %v %v", id, b, err)
 	}
-	if err := s.Finish(id, StateExported, "/x/"+id, "", at); err != nil {
+	if err := s.Finish(id, StateExported, "/x/"+id, "", 0, at); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -60,7 +60,7 @@ func TestFinishQueuesOneDeliveryPerSinkInTheSameTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Lease(t0)
-	if err := s.Finish("b2", StateAbandoned, "", "gone", t0); err != nil {
+	if err := s.Finish("b2", StateAbandoned, "", "gone", 0, t0); err != nil {
 		t.Fatal(err)
 	}
 	if ds, _ := s.Deliveries("b2"); len(ds) != 0 {
@@ -82,7 +82,7 @@ func TestRefetchVersionsAndKeptExports(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Lease(t1)
-	if err := s.Finish("b1", StateExported, "/x/b1", "retention elapsed", t1); err != nil {
+	if err := s.Finish("b1", StateExported, "/x/b1", "retention elapsed", 0, t1); err != nil {
 		t.Fatal(err)
 	}
 	if got := deliveryOf(t, s, "b1", "http"); got.State != DeliveryDelivered || got.Generation != 1 {
@@ -97,7 +97,7 @@ func TestRefetchVersionsAndKeptExports(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Lease(t2)
-	if err := s.Finish("b1", StateExported, "/x/b1", "", t2); err != nil {
+	if err := s.Finish("b1", StateExported, "/x/b1", "", 0, t2); err != nil {
 		t.Fatal(err)
 	}
 	got := deliveryOf(t, s, "b1", "http")
@@ -196,7 +196,7 @@ func TestRedeliverRefusals(t *testing.T) {
 		t.Fatalf("queued batch: %v", err)
 	}
 	s.Lease(t0)
-	s.Finish("q", StateExported, "/x/q", "", t0)
+	s.Finish("q", StateExported, "/x/q", "", 0, t0)
 	if _, err := s.Redeliver("q", "kafka", t0); !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "not configured") {
 		t.Fatalf("unconfigured sink: %v", err)
 	}
@@ -298,7 +298,7 @@ func TestRedeliverCarriesTheVersionOfTheExportInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Lease(t1)
-	if err := s.Finish("b1", StateExported, "/x/b1", "", t1); err != nil {
+	if err := s.Finish("b1", StateExported, "/x/b1", "", 0, t1); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := s.Get("b1"); b.Refetches != 1 {

@@ -62,6 +62,9 @@ func encodeBatch(dst []byte, b *Batch) ([]byte, error) {
 	if b.Refetches != 0 {
 		dst = appendInt(dst, `,"refetches":`, int64(b.Refetches))
 	}
+	if b.ExportVersion != 0 {
+		dst = appendInt(dst, `,"export_version":`, int64(b.ExportVersion))
+	}
 	if b.ExportRemoved {
 		dst = append(dst, `,"export_removed":true`...)
 	}

@@ -73,6 +73,9 @@ type ErasedBatch struct {
 	BatchID string `json:"batch_id"`
 	// Items is how many items were removed from the export.
 	Items int64 `json:"items"`
+	// Version is the export's version once rewritten (summed notes of a
+	// resumed erasure keep the latest).
+	Version int `json:"version,omitempty"`
 	// Sinks are the sinks that had already received the export (or may
 	// have): the operator erases there too.
 	Sinks []SinkReceipt `json:"sinks,omitempty"`
@@ -91,7 +94,7 @@ const (
 type SinkReceipt struct {
 	Sink     string `json:"sink"`
 	Received string `json:"received"`
-	// Version is the export version the sink received (Batch.Refetches).
+	// Version is the export version the sink received (Delivery.Version).
 	Version int `json:"version"`
 }
 
@@ -247,6 +250,7 @@ func (s *Store) AddErasedBatch(id string, eb ErasedBatch) error {
 			for i := range e.Batches {
 				if e.Batches[i].BatchID == eb.BatchID {
 					e.Batches[i].Items += eb.Items
+					e.Batches[i].Version = max(e.Batches[i].Version, eb.Version)
 					e.Batches[i].Sinks = mergeReceipts(e.Batches[i].Sinks, eb.Sinks)
 					return nil
 				}

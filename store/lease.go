@@ -143,12 +143,12 @@ func (s *Store) Restart(id string, at time.Time, kind, reason string, now time.T
 // Finish moves a leased batch to a final state: exported with its export
 // path, or abandoned with the reason.
 //
-// Exported with no reason records a new export: in the same transaction
-// one pending delivery is queued per configured sink (SetSinks), and a
-// refetch's export counts as the next version. Exported with a reason is a
-// refetch that could not complete and kept the previous export: nothing is
-// queued (its deliveries stand as they are).
-func (s *Store) Finish(id string, state State, exportPath, reason string, now time.Time) error {
+// Exported with no reason records a new export of version (the manifest's):
+// in the same transaction one pending delivery of that version is queued
+// per configured sink (SetSinks). Exported with a reason is a refetch that
+// could not complete and kept the previous export: nothing is queued (its
+// deliveries stand as they are) and version is not used.
+func (s *Store) Finish(id string, state State, exportPath, reason string, version int, now time.Time) error {
 	if !state.Final() {
 		return fmt.Errorf("finish batch %s as %s: %w", id, state, ErrState)
 	}
@@ -168,6 +168,7 @@ func (s *Store) Finish(id string, state State, exportPath, reason string, now ti
 		b.UpdatedAt, b.FinishedAt = now, now
 		if newExport {
 			b.ExportRemoved = false
+			b.ExportVersion = max(version, b.ExportVersion)
 			return s.queueExport(tx, b, now)
 		}
 		return nil

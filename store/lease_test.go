@@ -22,7 +22,7 @@ func TestRefetchRefusedPastRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _, _ := s.Lease(t0)
-	if err := s.Finish(b.ID, StateExported, "/x/b1", "", t0); err != nil {
+	if err := s.Finish(b.ID, StateExported, "/x/b1", "", 0, t0); err != nil {
 		t.Fatal(err)
 	}
 	late := completed.Add(week + time.Second)

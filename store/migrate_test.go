@@ -27,7 +27,7 @@ func TestOpenBackfillsAbandonedBatchesIntoTheAwaitingIndex(t *testing.T) {
 	if b, _, err := s.Lease(t0); err != nil || b == nil {
 		t.Fatalf("Lease = %v, %v", b, err)
 	}
-	if err := s.Finish("done", StateAbandoned, "", "gone", t0); err != nil {
+	if err := s.Finish("done", StateAbandoned, "", "gone", 0, t0); err != nil {
 		t.Fatal(err)
 	}
 	// What an earlier version left: no index entry, no marker.

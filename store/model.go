@@ -139,8 +139,13 @@ type Batch struct {
 	// is the refetch's own (a crash came between publishing and recording).
 	RefetchAt time.Time `json:"refetch_at,omitzero"`
 	// Refetches counts the refetches whose new export replaced the
-	// previous one: the version of the export in place (sink.Export).
+	// previous one.
 	Refetches int `json:"refetches,omitempty"`
+	// ExportVersion is the version of the batch's latest export: 0 for
+	// the first, and each refetch that replaced it or erasure that
+	// rewrote it made the next one (the manifest carries it too; see
+	// Version).
+	ExportVersion int `json:"export_version,omitempty"`
 	// ExportRemoved says the export directory was (or is being) removed
 	// after every configured sink delivered it, because file is not in
 	// BATCHHOOK_SINKS; a redeliver then needs a refetch first.
@@ -166,6 +171,13 @@ type Batch struct {
 	// (store/purge.go); nil before.
 	Tombstone *Tombstone `json:"tombstone,omitempty"`
 }
+
+// Version returns the version of b's latest export. A record written
+// before versions were recorded has none, and its version was then its
+// refetch count; in any later record ExportVersion is at least
+// Refetches, since every refetch that replaced the export made a new
+// version.
+func (b *Batch) Version() int { return max(b.ExportVersion, b.Refetches) }
 
 // Quarantined is a signed delivery that failed validation, kept so that
 // nothing genuine is lost. It is keyed by the SHA-256 of the body, so a

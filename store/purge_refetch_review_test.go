@@ -28,7 +28,7 @@ func TestAPurgedBatchRefetchedAndPurgedAgainHasTheNewPurgeDate(t *testing.T) {
 	if err := s.Checkpoint("b1", Checkpoint{Items: 2, Pages: 1, Done: true}, at); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Finish("b1", StateExported, "/x/b1", "", at); err != nil {
+	if err := s.Finish("b1", StateExported, "/x/b1", "", 0, at); err != nil {
 		t.Fatal(err)
 	}
 	second := t0.Add(3 * time.Hour)

@@ -26,7 +26,7 @@ func exportWithCheckpoint(t *testing.T, s *Store, id string, at time.Time) {
 	if err := s.Checkpoint(id, Checkpoint{Cursor: "c2", Seen: "00aa11bb", Items: 3, Pages: 1, StagedBytes: 30, Done: true}, at); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Finish(id, StateExported, "/x/"+id, "", at); err != nil {
+	if err := s.Finish(id, StateExported, "/x/"+id, "", 0, at); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -167,7 +167,7 @@ func TestPurgeRecordsReducesFinalBatchesToTombstones(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Lease(t0)
-	if err := s.Finish("aband", StateAbandoned, "", "HTTP 410", t0); err != nil {
+	if err := s.Finish("aband", StateAbandoned, "", "HTTP 410", 0, t0); err != nil {
 		t.Fatal(err)
 	}
 	exportWithCheckpoint(t, s, "late", t0.Add(10*24*time.Hour))
@@ -182,7 +182,7 @@ func TestPurgeRecordsReducesFinalBatchesToTombstones(t *testing.T) {
 	if b, _, _ := s.Lease(t0.Add(10 * 24 * time.Hour)); b == nil || b.ID != "slow" {
 		t.Fatalf("leased %+v, want slow", b)
 	}
-	if err := s.Finish("slow", StateAbandoned, "", "HTTP 410", t0.Add(10*24*time.Hour)); err != nil {
+	if err := s.Finish("slow", StateAbandoned, "", "HTTP 410", 0, t0.Add(10*24*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	before, now := t0.Add(24*time.Hour), t0.Add(91*24*time.Hour)

@@ -159,13 +159,13 @@ func TestLeaseOrderDueTimesAndTransitions(t *testing.T) {
 	if b == nil || b.ID != "b2" || b.Checkpoint != cp {
 		t.Fatalf("Lease at retry time = %+v", b)
 	}
-	if err := s.Finish("b2", StateExported, "/x/b2", "", t0); err != nil {
+	if err := s.Finish("b2", StateExported, "/x/b2", "", 0, t0); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Finish("b2", StateAbandoned, "", "late", t0); !errors.Is(err, ErrState) {
+	if err := s.Finish("b2", StateAbandoned, "", "late", 0, t0); !errors.Is(err, ErrState) {
 		t.Fatalf("Finish on an exported batch = %v, want ErrState", err)
 	}
-	if err := s.Finish("b1", StateQueued, "", "", t0); !errors.Is(err, ErrState) {
+	if err := s.Finish("b1", StateQueued, "", "", 0, t0); !errors.Is(err, ErrState) {
 		t.Fatalf("Finish to a non-final state = %v, want ErrState", err)
 	}
 	counts, err := s.Counts()

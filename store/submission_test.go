@@ -320,7 +320,7 @@ func TestAbandonedAfterANotificationStaysKnown(t *testing.T) {
 	if b, _, err := s.Lease(t0); err != nil || b == nil {
 		t.Fatalf("Lease = %v, %v", b, err)
 	}
-	if err := s.Finish("b1", StateAbandoned, "", "gone", t0); err != nil {
+	if err := s.Finish("b1", StateAbandoned, "", "gone", 0, t0); err != nil {
 		t.Fatal(err)
 	}
 	if known, _ := s.Known("b1"); !known {

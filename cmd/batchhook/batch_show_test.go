@@ -27,7 +27,7 @@ func TestBatchesShowPrefixAndFetchCounters(t *testing.T) {
 		}
 		switch b.ID {
 		case "c9":
-			if err := st.Finish(b.ID, store.StateExported, "/x/c9", "", now); err != nil {
+			if err := st.Finish(b.ID, store.StateExported, "/x/c9", "", 0, now); err != nil {
 				t.Fatal(err)
 			}
 		default:

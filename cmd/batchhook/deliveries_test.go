@@ -61,7 +61,7 @@ func TestDeliveryCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Lease(now)
-	if err := st.Finish("b1", store.StateExported, "/x/b1", "", now); err != nil {
+	if err := st.Finish("b1", store.StateExported, "/x/b1", "", 0, now); err != nil {
 		t.Fatal(err)
 	}
 	d, _, _ := st.NextDelivery("exec", now, nil)

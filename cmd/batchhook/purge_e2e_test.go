@@ -104,11 +104,11 @@ func TestStartFinishesAPurgeACrashInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := st.Get("b_crashed")
-	path, err := dir.Publish(*b, at)
+	path, _, err := dir.Publish(*b, at)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Finish("b_crashed", store.StateExported, path, "", at); err != nil {
+	if err := st.Finish("b_crashed", store.StateExported, path, "", 0, at); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.PurgeExport("b_crashed", store.ExportPurge{ExportedAt: at}, at.Add(time.Minute)); err != nil {

@@ -40,7 +40,7 @@ func reportExports(w io.Writer, dirs config.Offline) error {
 			if b.ExportRemoved {
 				continue // removed on purpose once every sink had it
 			}
-			if _, _, ok, err := exp.Published(b.ID); err != nil {
+			if _, _, _, ok, err := exp.Published(b.ID); err != nil {
 				return fmt.Errorf("check the export of %s: %w", b.ID, err)
 			} else if !ok {
 				missing = append(missing, b.ID)

@@ -71,7 +71,7 @@ func TestStartRestoresAnExportLeftAside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	final, err := sink.Publish(store.Batch{ID: "b_aside", Checkpoint: store.Checkpoint{Done: true, Items: 1, Pages: 1, StagedBytes: n}}, time.Now())
+	final, _, err := sink.Publish(store.Batch{ID: "b_aside", Checkpoint: store.Checkpoint{Done: true, Items: 1, Pages: 1, StagedBytes: n}}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,14 +43,28 @@ type Store interface {
 	Erasures(pendingOnly bool) ([]store.Erasure, error)
 	List(state store.State, limit int, cursor string) ([]store.Batch, string, error)
 	Deliveries(batchID string) ([]store.Delivery, error)
+	// ExportChanged moves the batch's undelivered deliveries to the
+	// export's new version.
+	ExportChanged(batchID string, version int, now time.Time) (int, error)
+	// The exports whose deletion is recorded but may not be done: purged
+	// (ExportFileRemovals) or delivered everywhere while file is not a
+	// sink (ExportRemovals).
+	ExportFileRemovals() ([]string, error)
+	ExportFilesRemoved(id string) error
+	ExportRemovals() ([]string, error)
+	ExportRemovalDone(batchID string) error
 }
 
 var _ Store = (*store.Store)(nil)
 
-// Exports rewrites published exports (export.Dir): Erase returns how many
-// items it removed, 0 when the export is missing or already clean.
+// Exports rewrites and deletes published exports (export.Dir). Erase
+// rewrites one as the next version after base (the store's version) and
+// says how many items it removed and which version is in place; Purge and
+// Remove delete a batch's files (a missing export is not an error).
 type Exports interface {
-	Erase(batchID, field string, match func(digits string) bool) (int64, error)
+	Erase(batchID string, base int, field string, match func(digits string) bool) (items int64, version int, inPlace bool, err error)
+	Purge(batchID string) error
+	Remove(batchID string) error
 }
 
 // PaymentFiles rewrites the payments day files (issue 13: the file
@@ -202,6 +216,14 @@ func (s *Service) run(e *store.Erasure, key []byte) (*store.Erasure, error) {
 // fetching, and the export's lock makes the publish finish first). An
 // export that cannot be rewritten does not stop the others: it is logged
 // and returned in unrewritten (a store error does stop the erasure).
+//
+// A rewrite is a new version of the export: the batch's undelivered
+// deliveries move to it (ExportChanged) after the record lists the sinks
+// that had the old one. A crash in between is caught up when the erasure
+// resumes, since the version in place is then newer than the store's.
+// Exports whose deletion is recorded but maybe not done (a purge or a
+// removal that failed or was cut short) are deleted last, so none is left
+// on disk holding the CPF while the erasure says done.
 func (s *Service) exports(log zerolog.Logger, id string, match func(string) bool) (total int64, unrewritten []string, err error) {
 	cursor := ""
 	for {
@@ -211,33 +233,84 @@ func (s *Service) exports(log zerolog.Logger, id string, match func(string) bool
 		}
 		for i := range batches {
 			b := &batches[i]
-			if b.State != store.StateExported && b.State != store.StateQueued && b.State != store.StateFetching {
+			if b.State != store.StateExported && b.State != store.StateQueued && b.State != store.StateFetching || b.ExportRemoved {
 				continue
 			}
-			n, err := s.o.Exports.Erase(b.ID, s.o.CPFField, match)
+			n, ok, err := s.export(log, id, b, match)
 			if err != nil {
-				log.Error().Str("event", "erasure_export_failed").Str("batch_id", b.ID).Err(err).
-					Msg("this export could not be rewritten and may still hold the CPF; erase again once it is fixed")
+				return total, nil, err
+			}
+			if !ok {
 				unrewritten = append(unrewritten, b.ID)
-				continue
-			}
-			if n == 0 {
-				continue
-			}
-			ds, err := s.o.Store.Deliveries(b.ID)
-			if err != nil {
-				return total, nil, err
-			}
-			if err := s.o.Store.AddErasedBatch(id, store.ErasedBatch{BatchID: b.ID, Items: n, Sinks: receipts(ds)}); err != nil {
-				return total, nil, err
 			}
 			total += n
 		}
 		if next == "" {
-			return total, unrewritten, nil
+			break
 		}
 		cursor = next
 	}
+	failed, err := s.finishDeletions(log)
+	return total, append(unrewritten, failed...), err
+}
+
+// export erases the CPF from the export of b; ok is false when the export
+// could not be rewritten (logged). An error is the store's.
+func (s *Service) export(log zerolog.Logger, id string, b *store.Batch, match func(string) bool) (int64, bool, error) {
+	n, version, inPlace, err := s.o.Exports.Erase(b.ID, b.Version(), s.o.CPFField, match)
+	if err != nil {
+		log.Error().Str("event", "erasure_export_failed").Str("batch_id", b.ID).Err(err).
+			Msg("this export could not be rewritten and may still hold the CPF; erase again once it is fixed")
+		return 0, false, nil
+	}
+	if n > 0 {
+		ds, err := s.o.Store.Deliveries(b.ID)
+		if err != nil {
+			return 0, false, err
+		}
+		if err := s.o.Store.AddErasedBatch(id, store.ErasedBatch{BatchID: b.ID, Items: n, Version: version, Sinks: receipts(ds)}); err != nil {
+			return 0, false, err
+		}
+	}
+	if inPlace && version > b.Version() {
+		moved, err := s.o.Store.ExportChanged(b.ID, version, s.o.Now().UTC())
+		if err != nil {
+			return 0, false, err
+		}
+		log.Info().Str("event", "export_version_changed").Str("batch_id", b.ID).Int("version", version).
+			Int("deliveries_moved", moved).Msg("the export was rewritten as a new version; its undelivered deliveries start again from their first part")
+	}
+	return n, true, nil
+}
+
+// finishDeletions deletes the exports whose purge or removal is recorded
+// but may not be done, and returns those it could not delete (logged).
+func (s *Service) finishDeletions(log zerolog.Logger) (failed []string, err error) {
+	for _, step := range []struct {
+		list   func() ([]string, error)
+		remove func(string) error
+		done   func(string) error
+	}{
+		{s.o.Store.ExportFileRemovals, s.o.Exports.Purge, s.o.Store.ExportFilesRemoved},
+		{s.o.Store.ExportRemovals, s.o.Exports.Remove, s.o.Store.ExportRemovalDone},
+	} {
+		ids, err := step.list()
+		if err != nil {
+			return failed, err
+		}
+		for _, bid := range ids {
+			if err := step.remove(bid); err != nil {
+				log.Error().Str("event", "erasure_export_failed").Str("batch_id", bid).Err(err).
+					Msg("this export is due for deletion but could not be deleted and may still hold the CPF; erase again once it is fixed")
+				failed = append(failed, bid)
+				continue
+			}
+			if err := step.done(bid); err != nil {
+				return failed, err
+			}
+		}
+	}
+	return failed, nil
 }
 
 // receipts lists the sinks that had (or may have) received a batch's

@@ -84,11 +84,11 @@ func (w *world) export(t *testing.T, id string, items ...string) {
 		t.Fatal(err)
 	}
 	b.Checkpoint = store.Checkpoint{Done: true, Items: n, Pages: 1, StagedBytes: size}
-	path, err := w.dir.Publish(*b, t0)
+	path, _, err := w.dir.Publish(*b, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.st.Finish(id, store.StateExported, path, "", t0); err != nil {
+	if err := w.st.Finish(id, store.StateExported, path, "", 0, t0); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -191,15 +191,18 @@ type crashOn struct {
 
 type crash struct{}
 
-func (f crashOn) Erase(id, field string, match func(string) bool) (int64, error) {
+func (f crashOn) Erase(id string, base int, field string, match func(string) bool) (int64, int, bool, error) {
 	switch {
 	case id == f.id && f.fail:
-		return 0, errors.New("injected: this export cannot be rewritten")
+		return 0, 0, false, errors.New("injected: this export cannot be rewritten")
 	case id == f.id:
 		panic(crash{})
 	}
-	return f.dir.Erase(id, field, match)
+	return f.dir.Erase(id, base, field, match)
 }
+
+func (f crashOn) Purge(id string) error  { return f.dir.Purge(id) }
+func (f crashOn) Remove(id string) error { return f.dir.Remove(id) }
 
 func TestAnInterruptedErasureIsResumedAtStart(t *testing.T) {
 	w := newWorld(t)

@@ -49,7 +49,7 @@ func TestSinkMetrics(t *testing.T) {
 		if b, _, err := st.Lease(at); err != nil || b == nil {
 			t.Fatalf("lease: %v", err)
 		}
-		if err := st.Finish(id, store.StateExported, "/x/"+id, "", at); err != nil {
+		if err := st.Finish(id, store.StateExported, "/x/"+id, "", 0, at); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -128,11 +128,11 @@ func (e *env) exportLate(t *testing.T, id string, rec, at time.Time) {
 		t.Fatal(err)
 	}
 	b, _ := e.st.Get(id)
-	path, err := e.dir.Publish(*b, at)
+	path, _, err := e.dir.Publish(*b, at)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.Finish(id, store.StateExported, path, "", at); err != nil {
+	if err := e.st.Finish(id, store.StateExported, path, "", 0, at); err != nil {
 		t.Fatal(err)
 	}
 }

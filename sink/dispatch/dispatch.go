@@ -14,7 +14,6 @@ package dispatch
 import (
 	"context"
 	"errors"
-	"io"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -35,6 +34,7 @@ type Outbox interface {
 	RetryDelivery(batchID, sink string, gen uint64, at time.Time, kind, reason string, countAttempt bool) error
 	FailDelivery(batchID, sink string, gen uint64, kind, reason string) error
 	Delivered(batchID, sink string, gen uint64, now time.Time, dropExport bool) (bool, error)
+	ExportChanged(batchID string, version int, now time.Time) (int, error)
 	ExportRemovals() ([]string, error)
 	ExportRemovalDone(batchID string) error
 	DeliveryWakeups(sink string) <-chan struct{}
@@ -43,9 +43,9 @@ type Outbox interface {
 var _ Outbox = (*store.Store)(nil)
 
 // Exports reads and removes published exports; *export.Dir implements it.
+// Open returns ok=false when no complete export is in place.
 type Exports interface {
-	Read(batchID string) ([]byte, export.Manifest, bool, error)
-	OpenResults(batchID string) (io.ReadCloser, error)
+	Open(batchID string) (*export.Snapshot, bool, error)
 	Remove(batchID string) error
 	Path(batchID string) string
 }

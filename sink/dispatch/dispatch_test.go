@@ -126,11 +126,11 @@ func (e *env) export(t *testing.T, id string) string {
 		t.Fatalf("lease: %v %v", b, err)
 	}
 	b.Checkpoint = store.Checkpoint{Done: true, Items: 2, Pages: 1, StagedBytes: n}
-	path, err := e.dir.Publish(*b, e.now)
+	path, _, err := e.dir.Publish(*b, e.now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.Finish(id, store.StateExported, path, "", e.now); err != nil {
+	if err := e.st.Finish(id, store.StateExported, path, "", 0, e.now); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -219,9 +219,12 @@ func local(o sink.Outcome, err error) sink.Result {
 	return sink.Result{Outcome: o, Kind: "local", Reason: err.Error()}
 }
 
-// itemsFailed: a read error may pass (Retry); a malformed export will not.
+// itemsFailed: a read error may pass (Retry); a malformed item will not.
+// A count that disagrees with the manifest is retried: the dispatcher
+// checked the file against it, so only a change of the file since can
+// cause it, and the next attempt reads the export's newest version.
 func itemsFailed(err error) sink.Result {
-	if errors.Is(err, errTooLong) || errors.Is(err, errShort) || errors.Is(err, errLong) || errors.Is(err, errBadItem) {
+	if errors.Is(err, errTooLong) || errors.Is(err, errBadItem) {
 		return local(sink.Failed, err)
 	}
 	return local(sink.Retry, err)

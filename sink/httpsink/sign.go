@@ -4,8 +4,9 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"fmt"
 	"strconv"
+
+	"github.com/batchhook/batchhook/sink"
 )
 
 // Sign returns the webhook-signature header value for one message:
@@ -22,13 +23,10 @@ func Sign(key []byte, id string, timestamp int64, body []byte) string {
 }
 
 // MessageID is the webhook-id of part (counted from 1) of an export's
-// version: "<batch_id>:<part>" for a first export and
-// "<batch_id>:r<version>:<part>" after its version-th refetch (DECISIONS
-// 22), so a receiver that deduplicates on ids still takes a new version
-// while a retry or a redeliver of the same export keeps its ids.
+// version: sink.IDBase, ":" and the part ("<batch_id>:<part>" for a first
+// export, "<batch_id>:r<version>:<part>" for a later version), so a
+// receiver that deduplicates on ids still takes a new version while a retry
+// or a redeliver of the same version keeps its ids.
 func MessageID(batchID string, version, part int) string {
-	if version > 0 {
-		return fmt.Sprintf("%s:r%d:%d", batchID, version, part)
-	}
-	return fmt.Sprintf("%s:%d", batchID, part)
+	return sink.IDBase(batchID, version) + ":" + strconv.Itoa(part)
 }

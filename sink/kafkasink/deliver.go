@@ -99,7 +99,9 @@ func (s *Sink) send(ctx context.Context, cl *kgo.Client, e sink.Export, manifest
 	for sc.Scan() {
 		if n >= e.Items {
 			s.abort(ctx, cl)
-			return local(sink.Failed, fmt.Errorf("results.ndjson has more than the %d items the export counts", e.Items))
+			// Retried, not failed: the dispatcher checked the file against
+			// the manifest, so only a change since can cause it.
+			return local(sink.Retry, fmt.Errorf("results.ndjson has more than the %d items the export counts", e.Items))
 		}
 		line := sc.Bytes()
 		if len(line) == 0 || !json.Valid(line) {
@@ -125,7 +127,7 @@ func (s *Sink) send(ctx context.Context, cl *kgo.Client, e sink.Export, manifest
 	}
 	if err := failed(); err == nil && n != e.Items {
 		s.abort(ctx, cl)
-		return local(sink.Failed, fmt.Errorf("results.ndjson has %d items; the export counts %d", n, e.Items))
+		return local(sink.Retry, fmt.Errorf("results.ndjson has %d items; the export counts %d", n, e.Items))
 	}
 	if failed() == nil {
 		cl.Produce(pctx, &kgo.Record{Key: key, Value: manifest, Headers: []kgo.RecordHeader{

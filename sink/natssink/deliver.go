@@ -139,8 +139,7 @@ func itemsFailed(err error) sink.Result {
 	if errors.Is(err, errTooLong) {
 		return sink.Result{Outcome: sink.Failed, Kind: "too_large", Reason: err.Error()}
 	}
-	if errors.Is(err, errShort) || errors.Is(err, errLong) {
-		return local(sink.Failed, err)
-	}
+	// A count that disagrees with the manifest is retried (the file
+	// changed since the dispatcher checked it): see httpsink.
 	return local(sink.Retry, err)
 }

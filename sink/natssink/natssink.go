@@ -238,12 +238,8 @@ func (s *Sink) publish(ctx context.Context, js jetstream.JetStream, m *nats.Msg,
 	return err
 }
 
-// MessageID is the Nats-Msg-Id of message part of an export: the item's
-// 0-based index, or "manifest"; r<N> follows the batch id from the Nth
-// refetch on (DECISIONS 22).
+// MessageID is the Nats-Msg-Id of message part of an export's version:
+// sink.IDBase, ":" and the item's 0-based index or "manifest".
 func MessageID(batchID string, version int, part string) string {
-	if version > 0 {
-		return batchID + ":r" + strconv.Itoa(version) + ":" + part
-	}
-	return batchID + ":" + part
+	return sink.IDBase(batchID, version) + ":" + part
 }
