@@ -268,7 +268,7 @@ func (d *Dir) Erase(batchID string, base int, field string, match func(digits st
 		return 0, 0, false, err
 	}
 	if n == 0 {
-		if err := syncDir(h.root); err != nil {
+		if err := d.syncRoot(h); err != nil {
 			return 0, 0, false, fmt.Errorf("erase from export %s: %w", batchID, err)
 		}
 		return 0, current, true, nil

@@ -85,6 +85,20 @@ type Dir struct {
 	erasures erasureFilter
 	// readers are the sinks' open snapshots (Open), told of every change.
 	readers readers
+	// rootSync syncs the export root; tests replace it to fail it.
+	rootSync func(root *os.File) error
+}
+
+// syncRoot makes the entries of the export root durable: a renamed or
+// removed export directory is on disk only once it returns nil.
+func (d *Dir) syncRoot(h *handles) error {
+	if d.rootSync != nil {
+		if err := d.rootSync(h.root); err != nil {
+			return fmt.Errorf("sync dir %s: %w", h.root.Name(), err)
+		}
+		return nil
+	}
+	return syncDir(h.root)
 }
 
 // New returns a sink rooted at root, creating root (0700) if needed. The
@@ -168,7 +182,7 @@ func (d *Dir) Published(batchID string) (string, time.Time, int, bool, error) {
 	if err != nil || !ok {
 		return "", time.Time{}, 0, false, err
 	}
-	if err := syncDir(h.root); err != nil {
+	if err := d.syncRoot(h); err != nil {
 		return "", time.Time{}, 0, false, fmt.Errorf("make the export of %s durable: %w", batchID, err)
 	}
 	return d.Path(batchID), m.ExportedAt, m.VersionOr(-1), true, nil

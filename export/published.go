@@ -50,7 +50,7 @@ func (d *Dir) Remove(batchID string) error {
 		return fmt.Errorf("remove export %s: %w", batchID, err)
 	}
 	d.readers.changed(batchID)
-	if err := syncDir(h.root); err != nil {
+	if err := d.syncRoot(h); err != nil {
 		return fmt.Errorf("remove export %s: %w", batchID, err)
 	}
 	return nil

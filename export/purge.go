@@ -68,7 +68,7 @@ func (d *Dir) Purge(batchID string) error {
 	if err := syncDir(h.partial); err != nil {
 		return fmt.Errorf("purge export %s: %w", batchID, err)
 	}
-	if err := syncDir(h.root); err != nil {
+	if err := d.syncRoot(h); err != nil {
 		return fmt.Errorf("purge export %s: %w", batchID, err)
 	}
 	return nil

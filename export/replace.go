@@ -48,7 +48,7 @@ func (d *Dir) replace(h *handles, staged, batchID string) error {
 	}
 	// A sink still reading the old content stops before this returns.
 	d.readers.changed(batchID)
-	if err := syncDir(h.root); err != nil {
+	if err := d.syncRoot(h); err != nil {
 		return err
 	}
 	if err := removeAt(h.partial, old); err != nil {
@@ -148,7 +148,7 @@ func (d *Dir) Recover() (Recovery, error) {
 		}
 	}
 	if len(r.Restored)+len(r.Removed)+len(r.Dropped) > 0 {
-		if err := syncDir(h.root); err != nil {
+		if err := d.syncRoot(h); err != nil {
 			return r, err
 		}
 		if err := syncDir(h.partial); err != nil {

@@ -149,7 +149,7 @@ func (d *Dir) Publish(b store.Batch, exportedAt time.Time) (_ string, _ int, err
 	final := d.Path(b.ID)
 	inPlace, ok, err := verifyAt(h.root, b.ID, b.ID)
 	if err == nil && ok && !b.Refetch {
-		if err := syncDir(h.root); err != nil {
+		if err := d.syncRoot(h); err != nil {
 			return "", 0, err
 		}
 		return final, inPlace.VersionOr(b.Version()), removeAt(h.partial, b.ID)
@@ -196,7 +196,7 @@ func (d *Dir) Publish(b store.Batch, exportedAt time.Time) (_ string, _ int, err
 	if err := renameAt(h.partial, staged, h.root, b.ID); err != nil {
 		return "", 0, fmt.Errorf("publish %s: %w", b.ID, err)
 	}
-	if err := syncDir(h.root); err != nil {
+	if err := d.syncRoot(h); err != nil {
 		return "", 0, err
 	}
 	if err := syncDir(h.partial); err != nil {

@@ -37,6 +37,12 @@ type testSink struct {
 	calls []call
 	// started is sent the batch id when Deliver begins (buffered).
 	started chan string
+	// gate, when set, holds Deliver before it reads the items, until it
+	// is closed (or ctx ends: Retry).
+	gate chan struct{}
+	// countItems makes Deliver check the lines it reads against e.Items
+	// and fail for good on a mismatch, as the sinks once did.
+	countItems bool
 }
 
 type call struct {
@@ -51,12 +57,22 @@ func (s *testSink) Deliver(ctx context.Context, e sink.Export, p sink.Progress) 
 	if s.started != nil {
 		s.started <- e.BatchID
 	}
+	if s.gate != nil {
+		select {
+		case <-s.gate:
+		case <-ctx.Done():
+			return sink.Result{Outcome: sink.Retry, Kind: "cancelled", Reason: "cancelled"}
+		}
+	}
 	rc, err := e.OpenItems()
 	if err != nil {
 		return sink.Result{Outcome: sink.Retry, Kind: "local", Reason: err.Error()}
 	}
 	items, _ := io.ReadAll(rc)
 	rc.Close()
+	if n := int64(bytes.Count(items, []byte("\n"))); s.countItems && n != e.Items {
+		return sink.Result{Outcome: sink.Failed, Kind: "local", Reason: "results.ndjson has fewer items than the manifest says"}
+	}
 	s.mu.Lock()
 	s.calls = append(s.calls, call{e: e, items: string(items), done: p.Done()})
 	res := s.answers[min(len(s.calls)-1, len(s.answers)-1)]
