@@ -45,9 +45,13 @@ type BatchView struct {
 	SubmittedAt    *time.Time `json:"submitted_at,omitempty"`
 	PollAttempts   int        `json:"poll_attempts,omitempty"`
 	NextPollAt     *time.Time `json:"next_poll_at,omitempty"`
-	// Refetches is the version of the export in place; ExportRemoved says
-	// it was removed once every sink had it (file not configured).
+	// Refetches counts the refetches that replaced the export;
+	// ExportVersion is the version of the batch's latest export (each
+	// refetch or erasure that changed its content made the next); sinks
+	// carry it in message ids. ExportRemoved says the export was removed
+	// once every sink had it (file not configured).
 	Refetches     int  `json:"refetches,omitempty"`
+	ExportVersion int  `json:"export_version"`
 	ExportRemoved bool `json:"export_removed,omitempty"`
 	// Tombstone is what the purger kept of a purged batch (or of one
 	// whose record it reduced): dates, the manifest's sha256 and items.
@@ -75,7 +79,7 @@ func viewOf(b *store.Batch) BatchView {
 		v.FinishedAt = &t
 	}
 	v.SubmissionID, v.CPFCount, v.PollAttempts = b.SubmissionID, b.CPFCount, b.PollAttempts
-	v.Refetches, v.ExportRemoved, v.Tombstone = b.Refetches, b.ExportRemoved, b.Tombstone
+	v.Refetches, v.ExportVersion, v.ExportRemoved, v.Tombstone = b.Refetches, b.Version(), b.ExportRemoved, b.Tombstone
 	if !b.SubmittedAt.IsZero() {
 		t := b.SubmittedAt
 		v.SubmittedAt = &t

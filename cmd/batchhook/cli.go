@@ -129,6 +129,7 @@ type batchRow struct {
 	NextPollAt    *time.Time `json:"next_poll_at"`
 	ExportRemoved bool       `json:"export_removed"`
 	Refetches     int        `json:"refetches"`
+	ExportVersion int        `json:"export_version"`
 	Tombstone     *struct {
 		PurgedAt       time.Time `json:"purged_at"`
 		ExportPurgedAt time.Time `json:"export_purged_at"`

@@ -1,0 +1,59 @@
+package store
+
+import (
+	"testing"
+	"time"
+)
+
+// TestExportChangedMovesEveryUndeliveredDelivery: a new version moves the
+// pending and the failed deliveries to it, from part 0, as a new
+// generation due at once; a delivered one stays delivered; the same or an
+// older version moves nothing; a redeliver then sends the newest version.
+func TestExportChangedMovesEveryUndeliveredDelivery(t *testing.T) {
+	s := openTest(t, t.TempDir())
+	s.SetSinks([]string{"http", "nats", "kafka"})
+	exportBatch(t, s, "b1", t0)
+	h, n, k := deliveryOf(t, s, "b1", "http"), deliveryOf(t, s, "b1", "nats"), deliveryOf(t, s, "b1", "kafka")
+	if err := s.MarkParts("b1", "http", h.Generation, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RetryDelivery("b1", "http", h.Generation, t0.Add(time.Hour), "status", "503", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Delivered("b1", "nats", n.Generation, t0, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FailDelivery("b1", "kafka", k.Generation, "authorization", "denied"); err != nil {
+		t.Fatal(err)
+	}
+	t1 := t0.Add(time.Minute)
+	moved, err := s.ExportChanged("b1", 1, t1)
+	if err != nil || moved != 2 {
+		t.Fatalf("ExportChanged = %d, %v; want 2 moved", moved, err)
+	}
+	for _, name := range []string{"http", "kafka"} {
+		d := deliveryOf(t, s, "b1", name)
+		if d.State != DeliveryPending || d.Version != 1 || d.PartsDone != 0 || d.Attempts != 0 || d.Generation != 2 ||
+			!d.NextAttemptAt.Equal(t1) || d.LastError != "" {
+			t.Errorf("%s after the change: %+v", name, d)
+		}
+	}
+	if d := deliveryOf(t, s, "b1", "nats"); d.State != DeliveryDelivered || d.Version != 0 {
+		t.Errorf("delivered nats was moved: %+v", d)
+	}
+	if b, _ := s.Get("b1"); b.Version() != 1 || b.ExportVersion != 1 {
+		t.Errorf("batch version %d (%d)", b.Version(), b.ExportVersion)
+	}
+	for _, v := range []int{1, 0} {
+		if moved, err := s.ExportChanged("b1", v, t1.Add(time.Minute)); err != nil || moved != 0 {
+			t.Errorf("ExportChanged(%d) again = %d, %v; want nothing moved", v, moved, err)
+		}
+	}
+	if d := deliveryOf(t, s, "b1", "http"); d.Generation != 2 {
+		t.Errorf("a repeated change requeued http: %+v", d)
+	}
+	d, err := s.Redeliver("b1", "nats", t1)
+	if err != nil || d.Version != 1 {
+		t.Fatalf("redeliver after the change = %+v, %v; want the newest version", d, err)
+	}
+}
