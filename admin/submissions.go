@@ -58,6 +58,10 @@ type ChunkView struct {
 	Attempts     int        `json:"attempts"`
 	LastError    string     `json:"last_error,omitempty"`
 	SentAt       *time.Time `json:"sent_at,omitempty"`
+	// CPFsPurged says the purger deleted the CPFs of this failed or
+	// submit_unknown chunk after RECORD_RETENTION: its counts stay, but it
+	// can no longer be resent.
+	CPFsPurged bool `json:"cpfs_purged,omitempty"`
 }
 
 // SubmissionView is a submission with its chunks.
@@ -103,7 +107,7 @@ func (s *Server) waitingView(chunks []store.Chunk) *WaitingView {
 
 func (s *Server) chunkView(ch store.Chunk) ChunkView {
 	v := ChunkView{SubmissionID: ch.SubmissionID, Index: ch.Index, State: string(ch.State), CPFs: ch.CPFCount,
-		BatchID: ch.BatchID, Attempts: ch.Attempts, LastError: ch.LastError}
+		BatchID: ch.BatchID, Attempts: ch.Attempts, LastError: ch.LastError, CPFsPurged: ch.CPFsPurged}
 	if !ch.SentAt.IsZero() {
 		t := ch.SentAt
 		v.SentAt = &t

@@ -178,3 +178,48 @@ func TestResubmit(t *testing.T) {
 		t.Errorf("resubmit unknown = %d", code)
 	}
 }
+
+// TestSubmissionShowsPurgedChunkCPFs: after RECORD_RETENTION the purger
+// deletes a failed chunk's CPFs; the submission's view says so on that
+// chunk (cpfs_purged), and not on a failed chunk still within retention.
+func TestSubmissionShowsPurgedChunkCPFs(t *testing.T) {
+	srv, st := newTestServer(t, "")
+	now := time.Now()
+	old := now.Add(-72 * time.Hour)
+	if _, err := st.AddSubmission(store.Submission{ID: "s_old"}, [][]string{{"52998224725"}, {"11144477735"}}, old); err != nil {
+		t.Fatal(err)
+	}
+	for i, at := range []time.Time{old, now} {
+		c, err := st.NextChunk()
+		if err != nil || c == nil || c.Index != i {
+			t.Fatalf("next chunk = %+v %v, want chunk %d", c, err, i)
+		}
+		if err := st.ChunkSending(c.Seq, c.Index, at); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.ChunkGiveUp(c.Seq, c.Index, store.ChunkFailed, "HTTP 422: invalid batch", at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, _, err := st.PurgeChunkCPFs(now.Add(-24*time.Hour), "", 100); err != nil || n != 1 {
+		t.Fatalf("PurgeChunkCPFs = %d %v, want 1", n, err)
+	}
+
+	code, out, raw := send(t, "GET", srv.URL+"/admin/submissions/s_old", "", "")
+	chunks, _ := out["chunks"].([]any)
+	if code != 200 || len(chunks) != 2 {
+		t.Fatalf("GET submission = %d %s", code, raw)
+	}
+	purged, kept := chunks[0].(map[string]any), chunks[1].(map[string]any)
+	if purged["state"] != "failed" || purged["cpfs"] != 1.0 || purged["cpfs_purged"] != true {
+		t.Fatalf("chunk 0, failed and past retention: %v, want state failed, cpfs 1, cpfs_purged true (reply %s)", purged, raw)
+	}
+	if _, ok := kept["cpfs_purged"]; ok || kept["state"] != "failed" {
+		t.Fatalf("chunk 1, failed within retention: %v, want no cpfs_purged (reply %s)", kept, raw)
+	}
+	if code, out, _ := send(t, "POST", srv.URL+"/admin/submissions/s_old/chunks/0/resend", "", ""); code != http.StatusConflict {
+		t.Fatalf("resend of a purged chunk = %d, want 409", code)
+	} else if reason, _ := out["error"].(string); !strings.Contains(reason, "RECORD_RETENTION") {
+		t.Fatalf("resend of a purged chunk: reply %q does not say its CPFs were deleted", reason)
+	}
+}

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -55,6 +57,17 @@ type chunkRow struct {
 	BatchState   string `json:"batch_state"`
 	Attempts     int    `json:"attempts"`
 	LastError    string `json:"last_error"`
+	CPFsPurged   bool   `json:"cpfs_purged"`
+}
+
+// note is what an operator must know about a chunk beyond its state: that
+// its CPFs are gone, so that a resend (which needs them) is refused; ""
+// otherwise.
+func (ch chunkRow) note() string {
+	if ch.CPFsPurged {
+		return "CPFs purged after BATCHHOOK_RECORD_RETENTION; cannot be resent: submit them again as a new submission"
+	}
+	return ""
 }
 
 type submissionReply struct {
@@ -208,7 +221,11 @@ func reportSubmitted(sub submissionReply, raw []byte, counts map[string]int, asJ
 	for _, ch := range sub.Chunks {
 		if ch.State == "failed" || ch.State == "submit_unknown" {
 			bad++
-			fmt.Fprintf(e.stderr, "chunk %d (%s) %s: %s\n", ch.Index, plural(ch.CPFs, "CPF", "CPFs"), ch.State, ch.LastError)
+			line := fmt.Sprintf("chunk %d (%s) %s: %s", ch.Index, plural(ch.CPFs, "CPF", "CPFs"), ch.State, ch.LastError)
+			if n := ch.note(); n != "" {
+				line += " (" + n + ")"
+			}
+			fmt.Fprintln(e.stderr, line)
 		}
 	}
 	if bad > 0 {
@@ -228,7 +245,10 @@ const submissionsUsage = `Usage:
 lists the chunks left submit_unknown: the provider may have accepted them,
 so batchhook never sends them again by itself. "resend" puts a failed or
 submit_unknown chunk back in the queue: do it only after checking with the
-provider that it was not accepted (it bills per CPF found).
+provider that it was not accepted (it bills per CPF found). A chunk whose
+line says "CPFs purged" lost its CPFs after BATCHHOOK_RECORD_RETENTION and
+cannot be resent: submit its CPFs again, from your own file, as a new
+submission.
 `
 
 func submissionsCmd(ctx context.Context, args []string, e env) int {
@@ -293,14 +313,29 @@ func submissionsCmd(ctx context.Context, args []string, e env) int {
 	if *asJSON {
 		return exitOf(printJSON(e.stdout, raw), e.stderr)
 	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 2, 2, ' ', 0)
-	fmt.Fprintln(tw, "SUBMISSION\tCHUNK\tSTATE\tCPFS\tBATCH\tBATCH STATE\tATTEMPTS\tLAST ERROR")
+	printChunks(e.stdout, chunks)
+	return 0
+}
+
+// printChunks prints chunks as a table, with a NOTE column only when some
+// chunk has a note.
+func printChunks(w io.Writer, chunks []chunkRow) {
+	notes := slices.ContainsFunc(chunks, func(ch chunkRow) bool { return ch.note() != "" })
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	header := "SUBMISSION\tCHUNK\tSTATE\tCPFS\tBATCH\tBATCH STATE\tATTEMPTS\tLAST ERROR"
+	if notes {
+		header += "\tNOTE"
+	}
+	fmt.Fprintln(tw, header)
 	for _, ch := range chunks {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\t%d\t%s\n", ch.SubmissionID, ch.Index, ch.State, ch.CPFs, ch.BatchID,
+		row := fmt.Sprintf("%s\t%d\t%s\t%d\t%s\t%s\t%d\t%s", ch.SubmissionID, ch.Index, ch.State, ch.CPFs, ch.BatchID,
 			ch.BatchState, ch.Attempts, oneLine(ch.LastError, 60))
+		if notes {
+			row += "\t" + ch.note()
+		}
+		fmt.Fprintln(tw, row)
 	}
 	tw.Flush()
-	return 0
 }
 
 const trackUsage = `Usage:
