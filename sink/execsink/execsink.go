@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -179,6 +180,7 @@ func env(e sink.Export) []string {
 		"BATCHHOOK_BATCH_ID=" + e.BatchID,
 		"BATCHHOOK_BATCH_STATUS=" + e.Status,
 		"BATCHHOOK_EXPORT_DIR=" + e.Dir,
+		"BATCHHOOK_EXPORT_VERSION=" + strconv.Itoa(e.Version),
 		"PATH=" + ChildPath,
 	}
 }

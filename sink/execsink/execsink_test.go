@@ -52,6 +52,7 @@ func TestDeliveredWithDirLastAndOnlyItsEnvironment(t *testing.T) {
 		"BATCHHOOK_BATCH_ID=b_7Kq2",
 		"BATCHHOOK_BATCH_STATUS=partial",
 		"BATCHHOOK_EXPORT_DIR=" + e.Dir,
+		"BATCHHOOK_EXPORT_VERSION=0",
 		"PATH=/usr/local/bin:/usr/bin:/bin",
 	}
 	if !slices.Equal(environ, want) {
