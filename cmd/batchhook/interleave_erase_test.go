@@ -1,8 +1,9 @@
 package main
 
 // TestInterleave's erasures: plain ones through the admin API or the CLI,
-// and one cut by a SIGKILL. Each is checked at once for the CPF left in a
-// file (checkErasedNow).
+// one cut by a SIGKILL, and one while the daemon's link to NATS is frozen
+// as a delivery opens its export. Each is checked at once for the CPF
+// left in a file (checkErasedNow).
 
 import (
 	"bytes"
@@ -112,6 +113,79 @@ func (w *world) noteErasure(value string, row erasureRow, done time.Time, how st
 	}
 	w.logf("erase %s (%s) → %s batches=[%s] unrewritten=%v", cpf.Mask(value), how, row.ID, strings.Join(parts, " "), row.Unrewritten)
 	w.checkErasedNow(w.erasures[len(w.erasures)-1])
+}
+
+// stallNATS plays a NATS server slow to greet a new connection. The
+// daemon, restarted while the server is down, must connect again; the
+// link is frozen as the server comes back, an erasure runs while a nats
+// delivery waits for the greeting (after its export was opened and
+// checked), and the link thaws within the connect timeout.
+func (w *world) stallNATS(a, b uint64) {
+	if w.nats.running() {
+		w.nats.stop()
+	}
+	w.sigkill()
+	w.startDaemon()
+	w.fig.kills++
+	conns := w.gate.connections()
+	w.gate.frozen.Store(true)
+	defer w.gate.frozen.Store(false)
+	w.nats.start()
+	deadline := time.Now().Add(2 * time.Second)
+	for w.gate.connections() == conns && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	waiting := w.gate.connections() > conns
+	value := w.pendingCandidate("nats", a)
+	if value == "" {
+		value = w.eraseCandidate(a, b)
+	}
+	if value == "" {
+		w.logf("nats link frozen and thawed; nothing to erase")
+		return
+	}
+	body, _ := json.Marshal(map[string]string{"cpf": value})
+	code, raw := w.call("POST", "/admin/erasures", body)
+	done := time.Now()
+	w.gate.frozen.Store(false)
+	var row erasureRow
+	if code != http.StatusOK || json.Unmarshal(raw, &row) != nil {
+		w.violate("I2", "", "", "the erasure of a valid CPF answered %d: %s", code, oneLine(string(raw), 120))
+		return
+	}
+	w.logf("SIGKILL and restart with nats down; nats link frozen as the server came back (a connection waiting: %v)", waiting)
+	w.noteErasure(value, row, done, "api, during the frozen nats link")
+}
+
+// pendingCandidate picks the CPF found in the most batches with a pending
+// delivery to sink (ties broken by r); "" when there is none.
+func (w *world) pendingCandidate(sink string, r uint64) string {
+	count := map[string]int{}
+	for _, d := range w.deliveries("pending") {
+		bt := w.byID[d.BatchID]
+		if d.Sink != sink || bt == nil {
+			continue
+		}
+		if st, _ := w.s.sim.Status(bt.simID); st == lookupsim.StatusFailed {
+			continue
+		}
+		for _, c := range bt.cpfs {
+			count[c]++
+		}
+	}
+	var best []string
+	for _, c := range sortedKeys(count) {
+		switch {
+		case len(best) == 0 || count[c] > count[best[0]]:
+			best = []string{c}
+		case count[c] == count[best[0]]:
+			best = append(best, c)
+		}
+	}
+	if len(best) == 0 {
+		return ""
+	}
+	return best[r%uint64(len(best))]
 }
 
 // eraseCandidate picks a CPF of an acknowledged batch whose status gives

@@ -106,6 +106,7 @@ type world struct {
 	served  atomic.Int64 // http requests answered
 	release chan struct{}
 	nats    *natsBox
+	gate    *ackGate // the daemon's way to NATS, which can be frozen
 	tap     *natsTap
 	d       *daemonProc
 	procs   []*daemonProc
@@ -145,6 +146,7 @@ func newWorld(t *testing.T, seed uint64) *world {
 		t.Fatal(err)
 	}
 	w.tap = tapNATS(t, w.nats.url())
+	w.gate = newAckGate(t, strings.TrimPrefix(w.nats.url(), "nats://"))
 
 	w.s = newSetup(t, lookupsim.Options{ProcessingDelay: 20 * time.Millisecond,
 		SubmitPerMinute: lookupsim.Unlimited, MaxInFlight: lookupsim.Unlimited,
@@ -162,7 +164,7 @@ func newWorld(t *testing.T, seed uint64) *world {
 		"API_BASE_URL": prov.URL, "SINKS": sinks, "ADMIN_TOKEN": ilToken, "LOG_LEVEL": "info",
 		"HTTP_SINK_URL": hook.URL + "/hooks/interleave", "HTTP_SINK_SECRET": secret,
 		"HTTP_SINK_MAX_ITEMS": strconv.Itoa(w.cfg.maxItems), "HTTP_SINK_TIMEOUT": ilSinkTimeout.String(),
-		"NATS_URL": w.nats.url(), "NATS_PUBLISH_TIMEOUT": "1s",
+		"NATS_URL": w.gate.url(), "NATS_PUBLISH_TIMEOUT": "1s",
 		"SINK_WORKERS": strconv.Itoa(w.cfg.sinkWorkers), "FETCH_WORKERS": "2", "PAGE_LIMIT": strconv.Itoa(w.cfg.pageLimit),
 		"BACKOFF_BASE": "50ms", "BACKOFF_MAX": "400ms",
 		"EXPORT_RETENTION": w.cfg.exportRet, "RECORD_RETENTION": w.cfg.recordRet, "PURGE_INTERVAL": w.cfg.purgeEvery,
@@ -351,6 +353,13 @@ func (b *natsBox) stop() {
 	b.srv.Shutdown()
 	b.srv.WaitForShutdown()
 	b.srv = nil
+}
+
+// connections counts the connections the gate took.
+func (g *ackGate) connections() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.conns) / 2
 }
 
 // natsTap records every message published on the subject that reached
