@@ -1,16 +1,20 @@
 package main
 
 // TestInterleave's erasures: plain ones through the admin API or the CLI,
-// one cut by a SIGKILL, and one while the daemon's link to NATS is frozen
-// as a delivery opens its export. Each is checked at once for the CPF
-// left in a file (checkErasedNow).
+// one cut by a SIGKILL, one while the daemon's link to NATS is frozen as
+// a delivery opens its export, and one of an export whose purge is
+// committed but whose files a disk refuses to delete. Each is checked at
+// once for the CPF left in a file (checkErasedNow).
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -155,6 +159,65 @@ func (w *world) stallNATS(a, b uint64) {
 	}
 	w.logf("SIGKILL and restart with nats down; nats link frozen as the server came back (a connection waiting: %v)", waiting)
 	w.noteErasure(value, row, done, "api, during the frozen nats link")
+}
+
+// lockedPurge makes the results of the oldest export on disk undeletable
+// (immutable, as a disk refusing a delete), waits until the purger
+// committed its purge (the removal then fails and the file stays), erases
+// a CPF of it, and unlocks it.
+func (w *world) lockedPurge(r uint64) {
+	if !w.cfg.withFile || w.cfg.exportRet == "0" {
+		return
+	}
+	var bt *ilBatch
+	for _, c := range w.acked() {
+		st, _ := w.s.sim.Status(c.simID)
+		if _, err := os.Stat(filepath.Join(w.s.exports, c.id, "results.ndjson")); err == nil && st != lookupsim.StatusFailed {
+			bt = c
+			break
+		}
+	}
+	if bt == nil {
+		return
+	}
+	if err := setImmutable(filepath.Join(w.s.exports, bt.id, "results.ndjson"), true); err != nil {
+		w.logf("cannot make the results of %s undeletable: %v", bt.id, err)
+		return
+	}
+	defer w.unlockExports()
+	deadline, state := time.Now().Add(4*time.Second), ""
+	for state != "purged" && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		_, body := w.call("GET", batchPath(bt.id), nil)
+		var row batchRow
+		_ = json.Unmarshal(body, &row)
+		state = row.State
+	}
+	w.logf("the results of %s made undeletable: the batch is %s", bt.id, state)
+	if state != "purged" {
+		return
+	}
+	value := bt.cpfs[r%uint64(len(bt.cpfs))]
+	body, _ := json.Marshal(map[string]string{"cpf": value})
+	code, raw := w.call("POST", "/admin/erasures", body)
+	done := time.Now()
+	var row erasureRow
+	if code != http.StatusOK || json.Unmarshal(raw, &row) != nil {
+		w.violate("I2", "", "", "the erasure of a valid CPF answered %d: %s", code, oneLine(string(raw), 120))
+		return
+	}
+	w.noteErasure(value, row, done, "api, its export's purge committed, its results undeletable")
+}
+
+// unlockExports makes deletable again every file lockedPurge locked,
+// wherever a swap moved it.
+func (w *world) unlockExports() {
+	_ = filepath.WalkDir(w.s.exports, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() && isImmutable(path) {
+			_ = setImmutable(path, false)
+		}
+		return nil
+	})
 }
 
 // pendingCandidate picks the CPF found in the most batches with a pending

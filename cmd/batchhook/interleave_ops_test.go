@@ -23,7 +23,7 @@ var ilOps = []struct {
 	weight int
 }{
 	{"batch", 24}, {"replay", 3}, {"refetch", 10}, {"erase", 12}, {"erase+kill", 2}, {"redeliver", 6},
-	{"http", 8}, {"nats", 5}, {"stall", 2}, {"provider", 3}, {"kill", 5}, {"purge", 3}, {"pause", 12},
+	{"http", 8}, {"nats", 5}, {"stall", 2}, {"locked", 2}, {"provider", 3}, {"kill", 5}, {"purge", 3}, {"pause", 12},
 }
 
 // run plays the schedule: at most cfg.maxOps operations within
@@ -113,6 +113,8 @@ func (w *world) do(name string, a, b, c uint64) {
 		}
 	case "stall":
 		w.stallNATS(a, b)
+	case "locked":
+		w.lockedPurge(b)
 	case "provider":
 		f := lookupsim.Faults{FailGETs: 1 + int(a%4), FailStatus: []int{500, 503}[b%2], DropGETs: int(c % 2), DropNotifications: true}
 		if err := w.s.sim.SetFaults(f); err != nil {

@@ -152,6 +152,7 @@ func newWorld(t *testing.T, seed uint64) *world {
 		SubmitPerMinute: lookupsim.Unlimited, MaxInFlight: lookupsim.Unlimited,
 		Outcome: lookupsim.Cycle("completed", "completed", "partial", "expired", "completed", "failed"),
 		Faults:  lookupsim.Faults{DropNotifications: true}}) // the schedule posts every notification itself
+	t.Cleanup(w.unlockExports) // before the temporary directories go
 	w.prov = &providerProxy{target: w.s.sim.URL(), alias: map[string]string{}}
 	prov := httptest.NewServer(w.prov)
 	t.Cleanup(prov.Close)
