@@ -2,12 +2,14 @@ package main
 
 // TestInterleave drives the real binary through a random schedule chosen
 // by a seeded PRNG: new batches (some under ids with ':'), replays,
-// refetches, erasures (some cut by a SIGKILL), redelivers, purge passes,
-// provider faults, sink outages (the http receiver answering 503 or
-// hanging past the sink timeout, the NATS server stopped and started
-// again) and SIGKILLs. Then, every sink recovered and the daemon quiet, it
-// checks the invariants I1 to I6 (interleave_check_test.go,
-// interleave_view_test.go).
+// refetches, erasures (some cut by a SIGKILL, one while the daemon's link
+// to NATS is frozen, one of an export whose purge is committed but whose
+// files a disk refuses to delete), redelivers, purge passes, provider
+// faults, sink outages (the http receiver answering 503, now and then or
+// always, slowly, or hanging past the sink timeout; the NATS server
+// stopped and started again) and SIGKILLs. Then, every sink recovered and
+// the daemon quiet, it checks the invariants I1 to I6
+// (interleave_check_test.go, interleave_view_test.go).
 //
 // The seed fixes the schedule, its operations and their arguments, not
 // the timing: a replay runs the same operations while the daemon's own
@@ -154,7 +156,20 @@ func runInterleave(t *testing.T, seed uint64, all *interleaveFigures) {
 func (w *world) fatalf(format string, args ...any) {
 	w.t.Helper()
 	w.report()
-	w.t.Fatalf("seed=%d: "+format, append([]any{w.seed}, args...)...)
+	w.t.Fatalf("seed=%d: "+format+"%s", append(append([]any{w.seed}, args...), w.daemonGone())...)
+}
+
+// daemonGone says so when the daemon exited on its own, with its last log
+// lines (which never hold a CPF: checkErasedEnd makes sure).
+func (w *world) daemonGone() string {
+	select {
+	case err := <-w.d.done:
+		w.d.done <- err
+		lines := strings.Split(strings.TrimSpace(w.d.out.String()), "\n")
+		return fmt.Sprintf("\nthe daemon exited: %v; its last lines:\n%s", err, strings.Join(lines[max(0, len(lines)-20):], "\n"))
+	default:
+		return ""
+	}
 }
 
 // report fails the seed with its violations, briefly, and keeps the whole
