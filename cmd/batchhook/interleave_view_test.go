@@ -36,13 +36,15 @@ type rawMsg = jetstream.RawStreamMsg
 
 // messageID is the id both sinks give to one message of version v of a
 // batch's export: part is an http part number, a nats item index or
-// "manifest". It is the one place that knows the id scheme: when the
-// scheme changes (the batch id part escaped, say), change it here.
+// "manifest". The batch id's "%" and ":" are percent-encoded, so that no
+// two batches or versions share an id. It is the one place that knows the
+// id scheme, written from the README's words, not from the sinks' code.
 func messageID(batchID string, v int, part string) string {
+	id := strings.NewReplacer("%", "%25", ":", "%3A").Replace(batchID)
 	if v > 0 {
-		return batchID + ":r" + strconv.Itoa(v) + ":" + part
+		return id + ":r" + strconv.Itoa(v) + ":" + part
 	}
-	return batchID + ":" + part
+	return id + ":" + part
 }
 
 // exportVersion is the version of an export: the manifest's "version"

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -147,16 +148,26 @@ func (p *Purger) Run(ctx context.Context) error {
 }
 
 // Result counts what one pass deleted, by kind; Blocked counts the exports
-// due but kept because a delivery of them is pending.
+// due but kept because a delivery of them is pending; Undeleted lists the
+// purged batches whose files could not be deleted (retried next pass).
 type Result struct {
-	Purged  map[string]int
-	Blocked int
+	Purged    map[string]int
+	Blocked   int
+	Undeleted []string
 }
 
-// Pass finishes interrupted deletions, then purges what is due at now.
-func (p *Purger) Pass(ctx context.Context, now time.Time) (Result, error) {
-	r := Result{Purged: map[string]int{}}
-	if err := p.finishRemovals(ctx); err != nil {
+// Pass finishes interrupted deletions, then purges what is due at now. An
+// export whose files cannot be deleted does not hold up the rest of the
+// pass: its deletion stays recorded, is logged, and the pass returns an
+// error naming it once everything else is done.
+func (p *Purger) Pass(ctx context.Context, now time.Time) (r Result, err error) {
+	r = Result{Purged: map[string]int{}}
+	defer func() {
+		if err == nil && len(r.Undeleted) > 0 {
+			err = fmt.Errorf("delete the purged exports of %d batches (%s): retried at the next pass", len(r.Undeleted), strings.Join(r.Undeleted, ", "))
+		}
+	}()
+	if err := p.finishRemovals(ctx, &r); err != nil {
 		return r, err
 	}
 	if p.o.ExportRetention > 0 {
@@ -182,7 +193,7 @@ func (p *Purger) Pass(ctx context.Context, now time.Time) (Result, error) {
 
 // finishRemovals deletes the files of purged batches whose deletion a crash
 // (or a failed removal) left unfinished.
-func (p *Purger) finishRemovals(ctx context.Context) error {
+func (p *Purger) finishRemovals(ctx context.Context, r *Result) error {
 	ids, err := p.o.Store.ExportFileRemovals()
 	if err != nil {
 		return err
@@ -191,16 +202,23 @@ func (p *Purger) finishRemovals(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := p.removeFiles(id); err != nil {
+		if _, err := p.removeFiles(id, r); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (p *Purger) removeFiles(id string) error {
+// removeFiles deletes the files of the purged batch id and records them
+// gone; it reports whether they are. A deletion that fails is logged and
+// listed in r (it stays recorded, for the next pass); an error is the
+// store's.
+func (p *Purger) removeFiles(id string, r *Result) (bool, error) {
 	if err := p.o.Files.Purge(id); err != nil {
-		return fmt.Errorf("delete purged export of %s: %w", id, err)
+		p.o.Logger.Error().Str("event", "purge_failed").Str("batch_id", id).Err(err).
+			Msg("could not delete a purged export; the other purges go on and this one is retried at the next pass")
+		r.Undeleted = append(r.Undeleted, id)
+		return false, nil
 	}
-	return p.o.Store.ExportFilesRemoved(id)
+	return true, p.o.Store.ExportFilesRemoved(id)
 }

@@ -370,3 +370,48 @@ func TestAnExportAlreadyRemovedForTheSinksIsPurgedOnceDue(t *testing.T) {
 		t.Fatalf("b1 = %s %+v", b.State, b.Tombstone)
 	}
 }
+
+// oneStuck is the export root with one batch's files undeletable (an
+// immutable file, a disk refusing the delete).
+type oneStuck struct {
+	files
+	id string
+}
+
+func (f oneStuck) Purge(id string) error {
+	if id == f.id {
+		return errors.New("operation not permitted")
+	}
+	return f.files.Purge(id)
+}
+
+// TestAnUndeletableExportDoesNotHoldUpTheOthers: one purged export whose
+// files cannot be deleted is logged and retried; the pass still purges the
+// other exports due, now and at the next pass.
+func TestAnUndeletableExportDoesNotHoldUpTheOthers(t *testing.T) {
+	e := newEnv(t)
+	e.export(t, "b1", t0)
+	e.export(t, "b2", t0)
+	now := t0.Add(month + time.Hour)
+	stuck := oneStuck{files{e.dir}, "b1"}
+	r, err := e.purger(t, stuck, month, 0).Pass(context.Background(), now)
+	if err == nil || !strings.Contains(err.Error(), "b1") {
+		t.Fatalf("Pass = %v; want an error naming b1", err)
+	}
+	if exists(t, e.dir.Path("b2")) || r.Purged[purge.KindExport] != 1 {
+		t.Fatalf("b2 was not purged beside the stuck b1 (purged %v)", r.Purged)
+	}
+	e.export(t, "b3", t0.Add(time.Hour))
+	if _, err := e.purger(t, stuck, month, 0).Pass(context.Background(), now.Add(2*time.Hour)); err == nil {
+		t.Fatal("the second pass did not report b1 again")
+	}
+	if exists(t, e.dir.Path("b3")) {
+		t.Fatal("a stuck deletion from an earlier pass held up the next export due")
+	}
+	if ids, _ := e.st.ExportFileRemovals(); len(ids) != 1 || ids[0] != "b1" {
+		t.Fatalf("removals listed %v, want [b1]", ids)
+	}
+	if !strings.Contains(e.logs.String(), `"event":"purge_failed","batch_id":"b1"`) {
+		t.Fatalf("no purge_failed line for b1: %s", e.logs)
+	}
+}

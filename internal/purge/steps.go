@@ -67,7 +67,7 @@ func (p *Purger) purgeExport(b *store.Batch, before, now time.Time, r *Result) e
 	case err != nil:
 		return err
 	}
-	if err := p.removeFiles(b.ID); err != nil {
+	if gone, err := p.removeFiles(b.ID, r); err != nil || !gone {
 		return err
 	}
 	r.Purged[KindExport]++
