@@ -40,9 +40,11 @@ type erasureRow struct {
 	Batches     []struct {
 		BatchID string `json:"batch_id"`
 		Items   int64  `json:"items"`
+		Version int    `json:"version"`
 		Sinks   []struct {
 			Sink     string `json:"sink"`
 			Received string `json:"received"`
+			Version  int    `json:"version"`
 		} `json:"sinks"`
 	} `json:"batches"`
 	Chunks []struct {
@@ -119,9 +121,12 @@ func printErasure(w io.Writer, r erasureRow) error {
 	for _, b := range r.Batches {
 		var sinks []string
 		for _, s := range b.Sinks {
-			sinks = append(sinks, s.Sink+" ("+s.Received+")")
+			sinks = append(sinks, fmt.Sprintf("%s (%s, version %d)", s.Sink, s.Received, s.Version))
 		}
 		line := fmt.Sprintf("batch\t%s: %s removed", b.BatchID, plural(int(b.Items), "item", "items"))
+		if b.Version > 0 {
+			line += fmt.Sprintf(", now version %d", b.Version)
+		}
 		if len(sinks) > 0 {
 			line += "; already received by " + strings.Join(sinks, ", ") + ": erase there too"
 		}

@@ -92,8 +92,28 @@ type sinkView struct {
 	incomplete bool // a message is missing or its id was taken: the items cannot be compared
 }
 
+// listedDelivered reports whether an erasure record lists sink as having
+// received version v of batch id whole before the erasure rewrote it: a
+// delivered delivery then stays at that version.
+func (w *world) listedDelivered(erasures []erasureRow, id, sink string, v int) bool {
+	for _, e := range erasures {
+		for _, b := range e.Batches {
+			if b.BatchID != id {
+				continue
+			}
+			for _, s := range b.Sinks {
+				if s.Sink == sink && s.Received == "delivered" && s.Version == v {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
 // checkSinks is I1 for every batch exported or purged, at both sinks.
 func (w *world) checkSinks(rows map[string]batchRow, disk map[string]*diskExport, httpMsgs []whMessage, stream []*rawMsg) {
+	erasures := w.erasureList()
 	firstHTTP := map[string]whMessage{} // what a receiver deduplicating on webhook-id kept
 	for _, m := range httpMsgs {
 		if _, dup := firstHTTP[m.ID]; !dup && m.Err == "" && m.Status/100 == 2 {
@@ -123,21 +143,30 @@ func (w *world) checkSinks(rows map[string]batchRow, disk map[string]*diskExport
 			if del.State != "delivered" {
 				continue // failed: I3 says so
 			}
-			v := row.Refetches
+			v := row.ExportVersion
 			if x != nil {
-				v = exportVersion(x.manifest, row.Refetches)
+				v = exportVersion(x.manifest, row.ExportVersion)
 			}
-			if del.Version != v {
-				w.violate("I1", id, sink, "the delivery sent version %d, the export is version %d", del.Version, v)
+			switch {
+			case del.Version > v:
+				w.violate("I1", id, sink, "the delivery sent version %d, newer than the export's %d", del.Version, v)
 				continue
+			case del.Version < v && !w.listedDelivered(erasures, id, sink, del.Version):
+				w.violate("I1", id, sink, "the delivery sent version %d, the export is version %d, and no erasure lists the sink as having received version %d", del.Version, v, del.Version)
+				continue
+			case del.Version < v:
+				// Delivered before an erasure rewrote the export, and listed
+				// by it: the sink keeps that version whole (checked against
+				// its own manifest), the operator erases there.
+				x = nil
 			}
 			var sv sinkView
 			if sink == "http" {
-				sv = httpView(firstHTTP, id, v)
+				sv = httpView(firstHTTP, id, del.Version)
 			} else {
-				sv = natsView(firstNATS, id, v)
+				sv = natsView(firstNATS, id, del.Version)
 			}
-			w.checkView(id, sink, v, sv, x)
+			w.checkView(id, sink, del.Version, sv, x)
 		}
 	}
 }

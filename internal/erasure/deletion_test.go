@@ -91,3 +91,58 @@ func TestADeletionTheErasureCannotFinishIsListed(t *testing.T) {
 		t.Fatalf("no erasure_export_failed line: %s", w.logs)
 	}
 }
+
+// crashAfterSwap rewrites the export of id, then plays a crash before the
+// erasure notes it or moves its deliveries.
+type crashAfterSwap struct{ crashOn }
+
+func (f crashAfterSwap) Erase(id string, base int, field string, match func(string) bool) (int64, int, bool, error) {
+	n, v, in, err := f.dir.Erase(id, base, field, match)
+	if id == f.id {
+		panic(crash{})
+	}
+	return n, v, in, err
+}
+
+// TestAResumedErasureNotesARewriteACrashLeftUnrecorded: the daemon dies
+// right after the swap of a rewritten export. The resumed erasure finds
+// nothing left to remove there, yet its record still lists the sinks that
+// had received the old version (the operator erases there), and the
+// undelivered deliveries move to the new version.
+func TestAResumedErasureNotesARewriteACrashLeftUnrecorded(t *testing.T) {
+	w := newWorld(t)
+	w.export(t, "b-1", itemA, itemB)
+	d, _, err := w.st.NextDelivery("http", t0, nil)
+	if err != nil || d == nil {
+		t.Fatal(d, err)
+	}
+	if _, err := w.st.Delivered("b-1", "http", d.Generation, t0, false); err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != (crash{}) {
+				t.Fatalf("recovered %v, want the injected crash", r)
+			}
+		}()
+		w.service(t, crashAfterSwap{crashOn{dir: w.dir, id: "b-1"}}).Erase(cpfA)
+	}()
+	done, err := w.service(t, nil).Resume()
+	if err != nil || len(done) != 1 {
+		t.Fatalf("Resume = %+v, %v", done, err)
+	}
+	bs := done[0].Batches
+	if len(bs) != 1 || bs[0].BatchID != "b-1" || bs[0].Version != 1 || len(bs[0].Sinks) != 1 ||
+		bs[0].Sinks[0] != (store.SinkReceipt{Sink: "http", Received: store.ReceivedDelivered, Version: 0}) {
+		t.Fatalf("resumed record lists %+v; want b-1 with http delivered version 0", bs)
+	}
+	ds, _ := w.st.Deliveries("b-1")
+	for _, x := range ds {
+		switch {
+		case x.Sink == "http" && (x.State != store.DeliveryDelivered || x.Version != 0):
+			t.Errorf("the delivered http delivery changed: %+v", x)
+		case x.Sink == "kafka" && (x.State != store.DeliveryPending || x.Version != 1):
+			t.Errorf("kafka was not moved to version 1: %+v", x)
+		}
+	}
+}
