@@ -21,6 +21,12 @@ import (
 //	pending ──dispatcher: Delivered──▶ delivered
 //	pending ──dispatcher: Failed──▶ failed (never retried automatically)
 //	delivered | failed ──Redeliver, or a refetch that replaced the export──▶ pending
+//	pending | failed ──ExportChanged: an erasure rewrote the export──▶ pending (new version, from part 0)
+//
+// Every move to pending is a new generation of the newest export version,
+// from its first part: the parts a delivery recorded belong to the version
+// they were sent of, and a receiver deduplicating on message ids takes a
+// new version's parts as new.
 //
 // A delivery in progress is not a state: the dispatcher holds it in memory,
 // so after a crash it is simply pending and due again.

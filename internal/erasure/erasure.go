@@ -6,11 +6,16 @@
 // anything, so a crash is resumed at the next start, and every step is
 // idempotent: redone on data already clean, it changes nothing.
 //
+// A rewritten export is a new version: the batch's deliveries not yet
+// delivered start again from the first part of it, and a sink still
+// sending the old content is stopped before the rewrite returns. Exports
+// whose purge or removal is recorded but not done are deleted here.
+//
 // Staged data (a batch being fetched) is not touched here: the export's
 // publish step filters it against every recorded erasure
 // (export.Dir.SetErasures), so no export published after the record holds
-// the CPF. Sinks are not reached into (DECISIONS 24): the record lists
-// those that already received the data.
+// the CPF. Sinks are not reached into: the record lists those that already
+// received the data.
 package erasure
 
 import (
