@@ -21,13 +21,17 @@ import (
 // batch b1 holds two items of the erased CPF.
 type fakeExports struct{ left map[string]int64 }
 
-func (f fakeExports) Erase(id string, base int, _ string, _ func(string) bool) (int64, int, bool, error) {
+func (f fakeExports) Erase(id string, base int, _ string, _ func(string) bool, settle func(int64, int) error) (int64, int, bool, error) {
 	n := f.left[id]
 	delete(f.left, id)
+	v := base
 	if n > 0 {
-		return n, base + 1, true, nil
+		v++
 	}
-	return 0, base, true, nil
+	if err := settle(n, v); err != nil {
+		return 0, 0, false, err
+	}
+	return n, v, true, nil
 }
 
 func (fakeExports) Purge(string) error  { return nil }

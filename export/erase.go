@@ -232,13 +232,24 @@ func (d *Dir) dropStaging(h *handles, batchID string) error {
 // version of the batch, and the manifest's: items, sha256 and erased_items
 // updated) and swapped in whole (replace), so a reader sees the old export
 // or the new one; a sink reading the old one is stopped before Erase
-// returns. No export, or nothing to remove, changes nothing (an erasure
-// done again is harmless) and still reports the export in place, after
-// syncing the root: a rewrite whose sync failed is made durable by the
-// erasure's next try. An export in place that does not match its manifest
-// is left alone and reported (ErrConflict); a link in its place is
-// ErrUnsafePath.
-func (d *Dir) Erase(batchID string, base int, field string, match func(digits string) bool) (erased int64, version int, inPlace bool, err error) {
+// returns. It returns how many items it removed and, when a complete
+// export is in place (inPlace), its version: the new one after a rewrite.
+//
+// Whenever a complete export is in place, settle (when not nil) is called
+// with the items removed and the version, while Erase still holds the
+// batch's lock: no sink can open the new version before settle has
+// recorded it (the erasure notes which sinks had the old version and
+// moves the others to the new one). Its error is returned as it is.
+//
+// No export, or nothing to remove, changes nothing (an erasure done again
+// is harmless). When the version in place is newer than base (a rewrite
+// whose swap a crash or a failed sync cut short of being recorded), the
+// root is synced and any copy of the old export left in .partial removed
+// before settle hears of it. An export in place that does not match its
+// manifest is left alone and reported (ErrConflict); a link in its place
+// is ErrUnsafePath.
+func (d *Dir) Erase(batchID string, base int, field string, match func(digits string) bool,
+	settle func(items int64, version int) error) (erased int64, version int, inPlace bool, err error) {
 	if err := checkID(batchID); err != nil {
 		return 0, 0, false, err
 	}
@@ -268,8 +279,15 @@ func (d *Dir) Erase(batchID string, base int, field string, match func(digits st
 		return 0, 0, false, err
 	}
 	if n == 0 {
-		if err := d.syncRoot(h); err != nil {
-			return 0, 0, false, fmt.Errorf("erase from export %s: %w", batchID, err)
+		if current > base {
+			if err := d.settleUnrecorded(h, batchID); err != nil {
+				return 0, 0, false, fmt.Errorf("erase from export %s: %w", batchID, err)
+			}
+		}
+		if settle != nil {
+			if err := settle(0, current); err != nil {
+				return 0, 0, false, err
+			}
 		}
 		return 0, current, true, nil
 	}
@@ -296,5 +314,36 @@ func (d *Dir) Erase(batchID string, base int, field string, match func(digits st
 	if err := d.replace(h, rewriteName(batchID), batchID); err != nil {
 		return 0, 0, false, fmt.Errorf("erase from export %s: swap in the rewrite: %w", batchID, err)
 	}
+	if settle != nil {
+		if err := settle(erased, version); err != nil {
+			return 0, 0, false, err
+		}
+	}
 	return erased, version, true, nil
+}
+
+// settleUnrecorded finishes a rewrite of batchID that was swapped in but
+// not recorded: the root is synced (the swap may never have been) and any
+// copy of the old export the swap left in .partial is removed.
+func (d *Dir) settleUnrecorded(h *handles, batchID string) error {
+	if err := d.syncRoot(h); err != nil {
+		return err
+	}
+	removed := false
+	for _, name := range []string{rewriteName(batchID), asideName(batchID)} {
+		if _, ok, err := lstatAt(h.partial, name); err != nil || !ok {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if err := removeAt(h.partial, name); err != nil {
+			return fmt.Errorf("remove the old export left in staging: %w", err)
+		}
+		removed = true
+	}
+	if removed {
+		return syncDir(h.partial)
+	}
+	return nil
 }

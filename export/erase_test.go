@@ -74,7 +74,7 @@ func TestEraseRewritesThePublishedExport(t *testing.T) {
 		}
 		publish(t, d, "b-1", false, itemA1, itemB, itemNoCP, itemA2, itemNum)
 		before, _ := checkExport(t, d, "b-1")
-		n, v, in, err := d.Erase("b-1", 0, "cpf", matchA)
+		n, v, in, err := d.Erase("b-1", 0, "cpf", matchA, nil)
 		if err != nil || n != 2 || v != 1 || !in {
 			t.Fatalf("Erase = %d, version %d, in place %v, %v; want 2 items, version 1", n, v, in, err)
 		}
@@ -90,7 +90,7 @@ func TestEraseRewritesThePublishedExport(t *testing.T) {
 		}
 		// Idempotent: nothing left to remove changes nothing.
 		stBefore, _ := os.Stat(filepath.Join(d.Path("b-1"), ResultsFile))
-		if n, v, in, err := d.Erase("b-1", 0, "cpf", matchA); err != nil || n != 0 || v != 1 || !in {
+		if n, v, in, err := d.Erase("b-1", 0, "cpf", matchA, nil); err != nil || n != 0 || v != 1 || !in {
 			t.Fatalf("second Erase = %d, version %d, in place %v, %v; want 0 items, version 1 in place", n, v, in, err)
 		}
 		stAfter, _ := os.Stat(filepath.Join(d.Path("b-1"), ResultsFile))
@@ -98,7 +98,7 @@ func TestEraseRewritesThePublishedExport(t *testing.T) {
 			t.Fatal("a second erase rewrote a clean export")
 		}
 		// Cumulative: another person erased later adds up.
-		if n, _, _, err := d.Erase("b-1", 0, "cpf", func(s string) bool { return s == "11144477735" }); err != nil || n != 1 {
+		if n, _, _, err := d.Erase("b-1", 0, "cpf", func(s string) bool { return s == "11144477735" }, nil); err != nil || n != 1 {
 			t.Fatalf("erase B = %d, %v", n, err)
 		}
 		if m, _ := checkExport(t, d, "b-1"); m.ErasedItems != 3 || m.Items != 2 || m.VersionOr(-1) != 2 {
@@ -109,14 +109,14 @@ func TestEraseRewritesThePublishedExport(t *testing.T) {
 
 func TestEraseWithoutAnExportTouchesNothing(t *testing.T) {
 	d := newTestDir(t)
-	if n, _, _, err := d.Erase("b-none", 0, "cpf", matchA); n != 0 || err != nil {
+	if n, _, _, err := d.Erase("b-none", 0, "cpf", matchA, nil); n != 0 || err != nil {
 		t.Fatalf("Erase of a missing export = %d, %v", n, err)
 	}
 	publish(t, d, "b-2", false, itemB)
 	if err := os.WriteFile(filepath.Join(d.Path("b-2"), ResultsFile), []byte(itemA1+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, _, err := d.Erase("b-2", 0, "cpf", matchA); !errors.Is(err, ErrConflict) {
+	if _, _, _, err := d.Erase("b-2", 0, "cpf", matchA, nil); !errors.Is(err, ErrConflict) {
 		t.Fatalf("Erase of an export not matching its manifest = %v, want ErrConflict", err)
 	}
 }
@@ -135,7 +135,7 @@ func eraseUntilCrash(t *testing.T, d *Dir, step func(aDir *os.File, a string, bD
 		}
 		d.exchange = exchange
 	}()
-	d.Erase("b-1", 0, "cpf", matchA)
+	d.Erase("b-1", 0, "cpf", matchA, nil)
 	t.Fatal("Erase returned: the crash was not injected")
 }
 
@@ -181,7 +181,7 @@ func TestACrashMidRewriteLeavesTheOldExportOrTheNew(t *testing.T) {
 			if got := partialNames(t, d); len(got) != 0 {
 				t.Fatalf(".partial holds %v after Recover", got)
 			}
-			n, _, _, err := d.Erase("b-1", 0, "cpf", matchA)
+			n, _, _, err := d.Erase("b-1", 0, "cpf", matchA, nil)
 			if err != nil || n != map[bool]int64{true: 0, false: 1}[c.wantNew] {
 				t.Fatalf("resumed Erase = %d, %v", n, err)
 			}
@@ -238,7 +238,7 @@ func TestAnErasureWaitsForAPublishThatMissedIt(t *testing.T) {
 	<-inPublish
 	erased := make(chan int64, 1)
 	go func() {
-		n, _, _, err := d.Erase("b-5", 0, "cpf", matchA)
+		n, _, _, err := d.Erase("b-5", 0, "cpf", matchA, nil)
 		if err != nil {
 			t.Error(err)
 		}
@@ -274,7 +274,7 @@ func TestAPurgeWaitsForAnErasureUnderWay(t *testing.T) {
 	}
 	erased := make(chan error, 1)
 	go func() {
-		_, _, _, err := d.Erase("b-6", 0, "cpf", matchA)
+		_, _, _, err := d.Erase("b-6", 0, "cpf", matchA, nil)
 		erased <- err
 	}()
 	<-inSwap

@@ -8,26 +8,27 @@ import (
 	"testing"
 )
 
-func TestReadReturnsTheManifestAsPublished(t *testing.T) {
+func TestOpenReturnsTheManifestAsPublished(t *testing.T) {
 	d := newTestDir(t)
 	path := publish(t, d, "b1", false, `{"a":1}`, `{"a":2}`)
-	raw, m, ok, err := d.Read("b1")
+	snap, ok, err := d.Open("b1")
 	if err != nil || !ok {
-		t.Fatalf("Read = %v %v", ok, err)
+		t.Fatalf("Open = %v %v", ok, err)
 	}
 	onDisk, _ := os.ReadFile(filepath.Join(path, ManifestFile))
-	if !bytes.Equal(raw, onDisk) || m.Items != 2 || m.BatchID != "b1" {
-		t.Fatalf("Read = %q %+v, want the manifest on disk %q", raw, m, onDisk)
+	if !bytes.Equal(snap.Raw, onDisk) || snap.Manifest.Items != 2 || snap.Manifest.BatchID != "b1" {
+		t.Fatalf("Open = %q %+v, want the manifest on disk %q", snap.Raw, snap.Manifest, onDisk)
 	}
+	snap.Close()
 	// A results file that no longer matches its manifest is not an export.
 	if err := os.WriteFile(filepath.Join(path, ResultsFile), []byte("{\"a\":3}\n{\"a\":2}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, ok, err := d.Read("b1"); ok || err != nil {
-		t.Fatalf("Read of a tampered export = %v %v, want not ok", ok, err)
+	if _, ok, err := d.Open("b1"); ok || err != nil {
+		t.Fatalf("Open of a tampered export = %v %v, want not ok", ok, err)
 	}
-	if _, _, ok, err := d.Read("missing"); ok || err != nil {
-		t.Fatalf("Read of a missing export = %v %v", ok, err)
+	if _, ok, err := d.Open("missing"); ok || err != nil {
+		t.Fatalf("Open of a missing export = %v %v", ok, err)
 	}
 }
 

@@ -24,7 +24,7 @@ func TestEveryChangeOfContentMakesTheNextVersion(t *testing.T) {
 	if m, _ := checkExport(t, d, "b-1"); m.Version == nil || *m.Version != 0 {
 		t.Fatalf("first export version %v, want 0", m.Version)
 	}
-	if n, v, in, err := d.Erase("b-1", 0, "cpf", matchA); err != nil || n != 1 || v != 1 || !in {
+	if n, v, in, err := d.Erase("b-1", 0, "cpf", matchA, nil); err != nil || n != 1 || v != 1 || !in {
 		t.Fatalf("Erase = %d, %d, %v, %v; want 1 item, version 1", n, v, in, err)
 	}
 	publish(t, d, "b-1", true, itemB, itemNoCP) // a refetch whose batch record says version 0
@@ -82,7 +82,7 @@ func TestASnapshotReadsWhatItCheckedAndAChangeWaitsForIt(t *testing.T) {
 		}
 		erased := make(chan error, 1)
 		go func() {
-			_, _, _, err := d.Erase("b-1", 0, "cpf", matchA)
+			_, _, _, err := d.Erase("b-1", 0, "cpf", matchA, nil)
 			erased <- err
 		}()
 		select {
@@ -170,5 +170,42 @@ func TestAnExportIsInPlaceOnlyOnceItsEntryIsSynced(t *testing.T) {
 	}
 	if got := syncs.Load() - before; got != 2 {
 		t.Fatalf("%d syncs of the root for Published and a retried Publish, want 2", got)
+	}
+}
+
+// TestARewriteCutShortIsFinishedByTheNextErase: the swap of a rewrite went
+// through but the root's sync failed, so the erasure did not record it and
+// the old export (with the CPF) is still in .partial. The next erase finds
+// nothing left to remove in the export, yet syncs the root, removes the old
+// copy, and reports the unrecorded version to settle.
+func TestARewriteCutShortIsFinishedByTheNextErase(t *testing.T) {
+	d := newTestDir(t)
+	publish(t, d, "b-1", false, itemA1, itemB)
+	var fail atomic.Bool
+	d.rootSync = func(root *os.File) error {
+		if fail.Load() {
+			return errors.New("injected: EIO")
+		}
+		return root.Sync()
+	}
+	fail.Store(true)
+	settled := 0
+	if _, _, _, err := d.Erase("b-1", 0, "cpf", matchA, func(int64, int) error { settled++; return nil }); err == nil || settled != 0 {
+		t.Fatalf("Erase with the root's sync failing = %v (settle called %d times); want an error and no settle", err, settled)
+	}
+	if len(partialNames(t, d)) == 0 {
+		t.Fatal("the test wants the old export left in .partial by the cut-short rewrite")
+	}
+	fail.Store(false)
+	var got [2]int64
+	n, v, in, err := d.Erase("b-1", 0, "cpf", matchA, func(items int64, version int) error {
+		got = [2]int64{items, int64(version)}
+		return nil
+	})
+	if err != nil || n != 0 || v != 1 || !in || got != [2]int64{0, 1} {
+		t.Fatalf("second Erase = %d, %d, %v, %v, settle %v; want 0 items, version 1 in place, settle(0, 1)", n, v, in, err, got)
+	}
+	if names := partialNames(t, d); len(names) != 0 {
+		t.Fatalf(".partial still holds %v (the old export, with the erased CPF)", names)
 	}
 }

@@ -21,7 +21,8 @@ import (
 //	pending ──dispatcher: Delivered──▶ delivered
 //	pending ──dispatcher: Failed──▶ failed (never retried automatically)
 //	delivered | failed ──Redeliver, or a refetch that replaced the export──▶ pending
-//	pending | failed ──ExportChanged: an erasure rewrote the export──▶ pending (new version, from part 0)
+//	pending | failed ──RecordRewrite (an erasure rewrote the export), or ExportChanged
+//	                   (a sink found a newer version in place)──▶ pending (new version, from part 0)
 //
 // Every move to pending is a new generation of the newest export version,
 // from its first part: the parts a delivery recorded belong to the version

@@ -2,17 +2,18 @@ package store
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
 
 // ExportChanged records that the export of batchID in place is now of
-// version (an erasure rewrote it; or a sink found a newer version than its
-// delivery's): the batch's ExportVersion rises to it, and every delivery
-// of an older version that is not delivered moves to it as a new
-// generation, from its first part, due at once. A delivered one stays
-// delivered (the erasure lists it). A version not newer than the
+// version (a sink found a newer version in place than its delivery's: a
+// rewrite whose record a crash cut short, or a refetch's export not yet
+// recorded by Finish). The batch's ExportVersion rises to it and the
+// deliveries to configured sinks that are not delivered and of an older
+// version move to it (moveToVersion). A version not newer than the
 // deliveries' changes nothing, so a repeated or late call is harmless. It
 // returns how many deliveries it moved; ErrNotFound for an unknown batch.
 func (s *Store) ExportChanged(batchID string, version int, now time.Time) (int, error) {
@@ -22,32 +23,90 @@ func (s *Store) ExportChanged(batchID string, version int, now time.Time) (int, 
 		if err != nil {
 			return err
 		}
-		if version > b.Version() {
-			b.ExportVersion, b.UpdatedAt = version, now
-			if err := putBatch(tx, b); err != nil {
-				return err
-			}
+		moved, err = s.moveToVersion(tx, b, version, now)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("record export %s changed to version %d: %w", batchID, version, err)
+	}
+	return moved, nil
+}
+
+// RecordRewrite records, in one transaction, that erasure erasureID
+// rewrote the export of batchID as version, removing items: the erasure's
+// record notes the batch with the sinks that had an older version
+// (delivered, or with parts sent), the batch's version rises, and the
+// deliveries not delivered move to the new version (moveToVersion). The
+// erasure calls it while it holds the export's lock, so no sink opens the
+// new version before the sinks that had the old one are noted. items 0
+// with a version not newer than the batch's changes nothing (a refetch
+// already recorded it); items 0 with a newer one is a rewrite a crash cut
+// short of this record, noted now (its item count is lost). It reports how
+// many deliveries moved and whether the batch was noted.
+func (s *Store) RecordRewrite(erasureID, batchID string, items int64, version int, now time.Time) (moved int, noted bool, err error) {
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		b, err := getBatch(tx, batchID)
+		if err != nil {
+			return err
 		}
-		var stale []string
+		if items == 0 && version <= b.Version() {
+			return nil
+		}
+		eb := ErasedBatch{BatchID: batchID, Items: items, Version: version}
 		err = forDeliveries(tx, batchID, func(d *Delivery) error {
-			if d.State != DeliveryDelivered && d.Version < version {
-				stale = append(stale, d.Sink)
+			switch {
+			case d.Version >= version:
+			case d.State == DeliveryDelivered:
+				eb.Sinks = append(eb.Sinks, SinkReceipt{Sink: d.Sink, Received: ReceivedDelivered, Version: d.Version})
+			case d.PartsDone > 0:
+				eb.Sinks = append(eb.Sinks, SinkReceipt{Sink: d.Sink, Received: ReceivedMaybe, Version: d.Version})
 			}
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		for _, sink := range stale {
-			if _, err := s.queueDelivery(tx, b, sink, version, now); err != nil {
-				return err
-			}
+		if err := updateErasure(tx, erasureID, func(e *Erasure) error { noteBatch(e, eb); return nil }); err != nil {
+			return err
 		}
-		moved = len(stale)
+		noted = true
+		moved, err = s.moveToVersion(tx, b, version, now)
+		return err
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("record the rewrite of %s as version %d: %w", batchID, version, err)
+	}
+	return moved, noted, nil
+}
+
+// moveToVersion raises b's version to version and moves every delivery of
+// b to a configured sink that is not delivered and of an older version to
+// it, as a new generation from its first part, due at once. A delivered
+// one stays delivered (the erasure lists it); a delivery to a sink no
+// longer configured is left as it is (nothing would deliver it, and a
+// pending one would hold up the purge for ever).
+func (s *Store) moveToVersion(tx *bolt.Tx, b *Batch, version int, now time.Time) (int, error) {
+	if version > b.Version() {
+		b.ExportVersion, b.UpdatedAt = version, now
+		if err := putBatch(tx, b); err != nil {
+			return 0, err
+		}
+	}
+	sinks := s.Sinks()
+	var stale []string
+	err := forDeliveries(tx, b.ID, func(d *Delivery) error {
+		if d.State != DeliveryDelivered && d.Version < version && slices.Contains(sinks, d.Sink) {
+			stale = append(stale, d.Sink)
+		}
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("record export %s changed to version %d: %w", batchID, version, err)
+		return 0, err
 	}
-	return moved, nil
+	for _, sink := range stale {
+		if _, err := s.queueDelivery(tx, b, sink, version, now); err != nil {
+			return 0, err
+		}
+	}
+	return len(stale), nil
 }

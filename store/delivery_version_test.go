@@ -57,3 +57,31 @@ func TestExportChangedMovesEveryUndeliveredDelivery(t *testing.T) {
 		t.Fatalf("redeliver after the change = %+v, %v; want the newest version", d, err)
 	}
 }
+
+// TestAChangeLeavesASinkNoLongerConfiguredAlone: a failed delivery to a
+// sink removed from BATCHHOOK_SINKS is not made pending by a new version
+// (no dispatcher would deliver it, and a pending delivery holds up the
+// purge for ever); a rewrite already recorded by a refetch notes nothing.
+func TestAChangeLeavesASinkNoLongerConfiguredAlone(t *testing.T) {
+	s := openTest(t, t.TempDir())
+	s.SetSinks([]string{"http", "exec"})
+	exportBatch(t, s, "b1", t0)
+	x := deliveryOf(t, s, "b1", "exec")
+	if err := s.FailDelivery("b1", "exec", x.Generation, "exit", "exit status 1"); err != nil {
+		t.Fatal(err)
+	}
+	s.SetSinks([]string{"http"})
+	if moved, err := s.ExportChanged("b1", 1, t0); err != nil || moved != 1 {
+		t.Fatalf("ExportChanged = %d, %v; want only http moved", moved, err)
+	}
+	if d := deliveryOf(t, s, "b1", "exec"); d.State != DeliveryFailed || d.Version != 0 {
+		t.Fatalf("the unconfigured sink's delivery was moved: %+v", d)
+	}
+	e, _, err := s.BeginErasure("h", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if moved, noted, err := s.RecordRewrite(e.ID, "b1", 0, 1, t0); err != nil || noted || moved != 0 {
+		t.Fatalf("RecordRewrite of a version already recorded = %d, %v, %v; want nothing", moved, noted, err)
+	}
+}

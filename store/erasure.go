@@ -246,23 +246,26 @@ func updateErasure(tx *bolt.Tx, id string, fn func(e *Erasure) error) error {
 // erasure finds the rest).
 func (s *Store) AddErasedBatch(id string, eb ErasedBatch) error {
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		return updateErasure(tx, id, func(e *Erasure) error {
-			for i := range e.Batches {
-				if e.Batches[i].BatchID == eb.BatchID {
-					e.Batches[i].Items += eb.Items
-					e.Batches[i].Version = max(e.Batches[i].Version, eb.Version)
-					e.Batches[i].Sinks = mergeReceipts(e.Batches[i].Sinks, eb.Sinks)
-					return nil
-				}
-			}
-			e.Batches = append(e.Batches, eb)
-			return nil
-		})
+		return updateErasure(tx, id, func(e *Erasure) error { noteBatch(e, eb); return nil })
 	})
 	if err != nil {
 		return fmt.Errorf("note erased batch %s: %w", eb.BatchID, err)
 	}
 	return nil
+}
+
+// noteBatch adds eb to e's batches, adding up with an earlier note of the
+// same batch.
+func noteBatch(e *Erasure, eb ErasedBatch) {
+	for i := range e.Batches {
+		if e.Batches[i].BatchID == eb.BatchID {
+			e.Batches[i].Items += eb.Items
+			e.Batches[i].Version = max(e.Batches[i].Version, eb.Version)
+			e.Batches[i].Sinks = mergeReceipts(e.Batches[i].Sinks, eb.Sinks)
+			return
+		}
+	}
+	e.Batches = append(e.Batches, eb)
 }
 
 func mergeReceipts(old, add []SinkReceipt) []SinkReceipt {

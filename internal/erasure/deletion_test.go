@@ -1,6 +1,7 @@
 package erasure
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"slices"
@@ -96,12 +97,12 @@ func TestADeletionTheErasureCannotFinishIsListed(t *testing.T) {
 // erasure notes it or moves its deliveries.
 type crashAfterSwap struct{ crashOn }
 
-func (f crashAfterSwap) Erase(id string, base int, field string, match func(string) bool) (int64, int, bool, error) {
-	n, v, in, err := f.dir.Erase(id, base, field, match)
+func (f crashAfterSwap) Erase(id string, base int, field string, match func(string) bool, settle func(int64, int) error) (int64, int, bool, error) {
 	if id == f.id {
+		f.dir.Erase(id, base, field, match, nil)
 		panic(crash{})
 	}
-	return n, v, in, err
+	return f.dir.Erase(id, base, field, match, settle)
 }
 
 // TestAResumedErasureNotesARewriteACrashLeftUnrecorded: the daemon dies
@@ -144,5 +145,45 @@ func TestAResumedErasureNotesARewriteACrashLeftUnrecorded(t *testing.T) {
 		case x.Sink == "kafka" && (x.State != store.DeliveryPending || x.Version != 1):
 			t.Errorf("kafka was not moved to version 1: %+v", x)
 		}
+	}
+}
+
+// TestAnErasureReachesARefetchOfARemovedExport: every sink had b-1 and file
+// is not a sink, so its export was removed; an operator refetched it, and
+// its new export (published from pages staged before the erasure was
+// recorded) is in place while the batch still says export_removed. The
+// erasure must rewrite it, not skip it.
+func TestAnErasureReachesARefetchOfARemovedExport(t *testing.T) {
+	w := newWorld(t)
+	w.export(t, "b-1", itemA, itemB)
+	if !w.deliverAll(t, "b-1", true) {
+		t.Fatal("the removal was not recorded")
+	}
+	if err := w.dir.Remove("b-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.st.ExportRemovalDone("b-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.st.Refetch("b-1", 7*24*time.Hour, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := w.st.Lease(t0.Add(time.Minute))
+	if err != nil || b == nil || !b.ExportRemoved {
+		t.Fatalf("lease = %+v, %v; want the refetched batch, still export_removed", b, err)
+	}
+	size, err := w.dir.Append("b-1", 0, []json.RawMessage{json.RawMessage(itemA), json.RawMessage(itemB)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Checkpoint = store.Checkpoint{Done: true, Items: 2, Pages: 1, StagedBytes: size}
+	if _, _, err := w.dir.Publish(*b, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.service(t, nil).Erase(cpfA); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.results(t, "b-1"); got != itemB+"\n" {
+		t.Fatalf("the refetched export after the erasure holds %q; want only the other person's item", got)
 	}
 }

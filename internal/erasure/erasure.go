@@ -40,17 +40,16 @@ var ErrInvalidCPF = errors.New("invalid CPF")
 type Store interface {
 	ErasureKey() ([]byte, error)
 	BeginErasure(hash string, now time.Time) (*store.Erasure, bool, error)
-	AddErasedBatch(id string, eb store.ErasedBatch) error
+	// RecordRewrite notes a rewritten export in the erasure, with the
+	// sinks that had the old version, and moves its undelivered
+	// deliveries to the new version, in one transaction.
+	RecordRewrite(erasureID, batchID string, items int64, version int, now time.Time) (moved int, noted bool, err error)
 	EraseChunks(id string, match func(string) bool, now time.Time) ([]store.ErasedChunk, error)
 	EraseBodies(id string, match func(string) bool) ([]store.ErasedBody, error)
 	ErasePayments(id string, match func(string) bool, now time.Time) ([]store.ErasedPayment, error)
 	FinishErasure(id string, unrewritten []string, now time.Time) (*store.Erasure, error)
 	Erasures(pendingOnly bool) ([]store.Erasure, error)
 	List(state store.State, limit int, cursor string) ([]store.Batch, string, error)
-	Deliveries(batchID string) ([]store.Delivery, error)
-	// ExportChanged moves the batch's undelivered deliveries to the
-	// export's new version.
-	ExportChanged(batchID string, version int, now time.Time) (int, error)
 	// The exports whose deletion is recorded but may not be done: purged
 	// (ExportFileRemovals) or delivered everywhere while file is not a
 	// sink (ExportRemovals).
@@ -63,11 +62,13 @@ type Store interface {
 var _ Store = (*store.Store)(nil)
 
 // Exports rewrites and deletes published exports (export.Dir). Erase
-// rewrites one as the next version after base (the store's version) and
-// says how many items it removed and which version is in place; Purge and
+// rewrites one as the next version after base (the store's version), calls
+// settle under the export's lock whenever an export is in place, and says
+// how many items it removed and which version is in place; Purge and
 // Remove delete a batch's files (a missing export is not an error).
 type Exports interface {
-	Erase(batchID string, base int, field string, match func(digits string) bool) (items int64, version int, inPlace bool, err error)
+	Erase(batchID string, base int, field string, match func(digits string) bool,
+		settle func(items int64, version int) error) (items int64, version int, inPlace bool, err error)
 	Purge(batchID string) error
 	Remove(batchID string) error
 }
@@ -218,17 +219,20 @@ func (s *Service) run(e *store.Erasure, key []byte) (*store.Erasure, error) {
 // exports rewrites every published export holding the CPF and notes each in
 // the record, with the sinks that had received it. Every batch that may
 // have an export is tried (a batch whose publish raced the record is still
-// fetching, and the export's lock makes the publish finish first). An
-// export that cannot be rewritten does not stop the others: it is logged
-// and returned in unrewritten (a store error does stop the erasure).
+// fetching, and the export's lock makes the publish finish first; a batch
+// refetched after its export was removed too). An export that cannot be
+// rewritten does not stop the others: it is logged and returned in
+// unrewritten (a store error does stop the erasure).
 //
-// A rewrite is a new version of the export: the batch's undelivered
-// deliveries move to it (ExportChanged) after the record lists the sinks
-// that had the old one. A crash in between is caught up when the erasure
-// resumes, since the version in place is then newer than the store's.
-// Exports whose deletion is recorded but maybe not done (a purge or a
-// removal that failed or was cut short) are deleted last, so none is left
-// on disk holding the CPF while the erasure says done.
+// A rewrite is a new version of the export: while the export's lock is
+// still held, one transaction notes the batch with the sinks that had the
+// old version and moves its undelivered deliveries to the new one, so no
+// sink sends the new version before the old one's receivers are noted. A
+// crash right after the swap is caught up when the erasure resumes: the
+// version in place is then newer than the store's. Exports whose deletion
+// is recorded but maybe not done (a purge or a removal that failed or was
+// cut short) are deleted last, so none is left on disk holding the CPF
+// while the erasure says done.
 func (s *Service) exports(log zerolog.Logger, id string, match func(string) bool) (total int64, unrewritten []string, err error) {
 	cursor := ""
 	for {
@@ -238,7 +242,7 @@ func (s *Service) exports(log zerolog.Logger, id string, match func(string) bool
 		}
 		for i := range batches {
 			b := &batches[i]
-			if b.State != store.StateExported && b.State != store.StateQueued && b.State != store.StateFetching || b.ExportRemoved {
+			if b.State != store.StateExported && b.State != store.StateQueued && b.State != store.StateFetching {
 				continue
 			}
 			n, ok, err := s.export(log, id, b, match)
@@ -262,33 +266,32 @@ func (s *Service) exports(log zerolog.Logger, id string, match func(string) bool
 // export erases the CPF from the export of b; ok is false when the export
 // could not be rewritten (logged). An error is the store's.
 func (s *Service) export(log zerolog.Logger, id string, b *store.Batch, match func(string) bool) (int64, bool, error) {
-	n, version, inPlace, err := s.o.Exports.Erase(b.ID, b.Version(), s.o.CPFField, match)
+	var (
+		storeErr     error
+		moved        int
+		noted        bool
+		version      int
+		nothingToAdd = func(items int64, v int) bool { return items == 0 && v <= b.Version() }
+	)
+	settle := func(items int64, v int) error {
+		if nothingToAdd(items, v) { // the usual case: no write
+			return nil
+		}
+		version = v
+		moved, noted, storeErr = s.o.Store.RecordRewrite(id, b.ID, items, v, s.o.Now().UTC())
+		return storeErr
+	}
+	n, _, _, err := s.o.Exports.Erase(b.ID, b.Version(), s.o.CPFField, match, settle)
+	if storeErr != nil {
+		return 0, false, storeErr
+	}
 	if err != nil {
 		log.Error().Str("event", "erasure_export_failed").Str("batch_id", b.ID).Err(err).
 			Msg("this export could not be rewritten and may still hold the CPF; erase again once it is fixed")
 		return 0, false, nil
 	}
-	// A rewrite the store has not recorded (version in place newer than
-	// the store's) was cut short by a crash after the swap: this resumed
-	// erasure found nothing left to remove, but its note, with the sinks
-	// that had the old version, may be missing; it is made again (items
-	// unknown: 0; notes of one batch merge).
-	caughtUp := n == 0 && inPlace && version > b.Version()
-	if n > 0 || caughtUp {
-		ds, err := s.o.Store.Deliveries(b.ID)
-		if err != nil {
-			return 0, false, err
-		}
-		if err := s.o.Store.AddErasedBatch(id, store.ErasedBatch{BatchID: b.ID, Items: n, Version: version, Sinks: receipts(ds)}); err != nil {
-			return 0, false, err
-		}
-	}
-	if inPlace && version > b.Version() {
-		moved, err := s.o.Store.ExportChanged(b.ID, version, s.o.Now().UTC())
-		if err != nil {
-			return 0, false, err
-		}
-		log.Info().Str("event", "export_version_changed").Str("batch_id", b.ID).Int("version", version).
+	if noted {
+		log.Info().Str("event", "export_version_changed").Str("batch_id", b.ID).Int("version", version).Int64("items", n).
 			Int("deliveries_moved", moved).Msg("the export was rewritten as a new version; its undelivered deliveries start again from their first part")
 	}
 	return n, true, nil
@@ -322,19 +325,4 @@ func (s *Service) finishDeletions(log zerolog.Logger) (failed []string, err erro
 		}
 	}
 	return failed, nil
-}
-
-// receipts lists the sinks that had (or may have) received a batch's
-// export: delivered, or with parts sent in a pending or failed delivery.
-func receipts(ds []store.Delivery) []store.SinkReceipt {
-	var out []store.SinkReceipt
-	for _, d := range ds {
-		switch {
-		case d.State == store.DeliveryDelivered:
-			out = append(out, store.SinkReceipt{Sink: d.Sink, Received: store.ReceivedDelivered, Version: d.Version})
-		case d.PartsDone > 0:
-			out = append(out, store.SinkReceipt{Sink: d.Sink, Received: store.ReceivedMaybe, Version: d.Version})
-		}
-	}
-	return out
 }

@@ -191,14 +191,14 @@ type crashOn struct {
 
 type crash struct{}
 
-func (f crashOn) Erase(id string, base int, field string, match func(string) bool) (int64, int, bool, error) {
+func (f crashOn) Erase(id string, base int, field string, match func(string) bool, settle func(int64, int) error) (int64, int, bool, error) {
 	switch {
 	case id == f.id && f.fail:
 		return 0, 0, false, errors.New("injected: this export cannot be rewritten")
 	case id == f.id:
 		panic(crash{})
 	}
-	return f.dir.Erase(id, base, field, match)
+	return f.dir.Erase(id, base, field, match, settle)
 }
 
 func (f crashOn) Purge(id string) error  { return f.dir.Purge(id) }

@@ -74,8 +74,9 @@ func (d *Dispatcher) process(ctx context.Context, name string, s sink.Sink, del 
 // export is now to be removed (every sink has it and file is not one).
 // changed says the export changed during the attempt: an outcome other
 // than delivered is then the change's doing, not the sink's, so it counts
-// no attempt and the delivery is due at once (the change moves it to the
-// new version next).
+// no attempt and the delivery is due at once (an erasure or a refetch
+// moves it to the new version next; a purge or a removal never meets a
+// delivery still pending).
 func (d *Dispatcher) record(ctx context.Context, log zerolog.Logger, name string, del *store.Delivery, res sink.Result, attempt int, changed bool) bool {
 	if res.Outcome != sink.Delivered && ctx.Err() != nil {
 		log.Info().Str("event", "sink_interrupted").Msg("delivery cut by shutdown; it stays pending")
@@ -137,7 +138,13 @@ func (d *Dispatcher) moveVersion(log zerolog.Logger, del *store.Delivery, versio
 	if version > del.Version {
 		n, err := d.o.Outbox.ExportChanged(del.BatchID, version, d.o.Now())
 		if err != nil {
-			log.Error().Str("event", "sink_record_failed").Err(err).Msg("could not move the delivery to the export's new version")
+			log.Error().Str("event", "sink_record_failed").Err(err).Msg("could not move the delivery to the export's new version; tried again after a backoff")
+			// Not due at once again: the next look would re-read the
+			// export and fail the same way in a tight loop.
+			at := d.o.Now().Add(backoff.Delay(del.Attempts+1, d.o.BackoffBase, d.o.BackoffMax, 0, d.o.Jitter()))
+			if rerr := d.o.Outbox.RetryDelivery(del.BatchID, del.Sink, del.Generation, at, KindLocal, "could not move to the export's new version", false); rerr != nil {
+				d.recordFailed(log, rerr)
+			}
 			return
 		}
 		log.Info().Str("event", "sink_export_changed").Int("version", version).Int("moved", n).

@@ -129,7 +129,7 @@ func TestANewerVersionInPlaceMovesTheDelivery(t *testing.T) {
 	runOnce(t, d, "http")
 	runOnce(t, d, "nats")
 	// The rewrite alone, as a crash right after the swap leaves it.
-	if _, v, _, err := e.dir.Erase("b1", 0, "cpf", func(s string) bool { return s == "12345678909" }); err != nil || v != 1 {
+	if _, v, _, err := e.dir.Erase("b1", 0, "cpf", func(s string) bool { return s == "12345678909" }, nil); err != nil || v != 1 {
 		t.Fatalf("Erase = %d, %v", v, err)
 	}
 	e.now = e.now.Add(time.Hour)
