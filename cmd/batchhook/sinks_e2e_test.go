@@ -416,9 +416,13 @@ func TestExecSinkWithoutFileRemovesTheExport(t *testing.T) {
 		}
 		for _, line := range strings.Split(strings.TrimSpace(string(env)), "\n") {
 			name, _, _ := strings.Cut(line, "=")
-			if strings.HasPrefix(name, "BATCHHOOK_") && name != "BATCHHOOK_BATCH_ID" && name != "BATCHHOOK_BATCH_STATUS" && name != "BATCHHOOK_EXPORT_DIR" {
+			if strings.HasPrefix(name, "BATCHHOOK_") && name != "BATCHHOOK_BATCH_ID" && name != "BATCHHOOK_BATCH_STATUS" &&
+				name != "BATCHHOOK_EXPORT_DIR" && name != "BATCHHOOK_EXPORT_VERSION" {
 				t.Fatalf("the command saw %s of batchhook's environment", name)
 			}
+		}
+		if !strings.Contains(string(env), "BATCHHOOK_EXPORT_VERSION=0\n") {
+			t.Fatalf("the command's environment lacks BATCHHOOK_EXPORT_VERSION=0 (a first export):\n%s", env)
 		}
 		if !strings.Contains(string(env), "BATCHHOOK_EXPORT_DIR="+filepath.Join(s.exports, id)+"\n") {
 			t.Fatalf("the command's environment lacks BATCHHOOK_EXPORT_DIR of %s:\n%s", id, env)
