@@ -26,8 +26,8 @@ const (
 // leftover (the old export a crash left in staging after a swap, or a
 // fetch that a crash cut short) and is removed.
 func (f *Fetcher) exported(ctx context.Context, log zerolog.Logger, b *store.Batch, path string, version int, already bool) {
-	if already {
-		f.discard(log, b)
+	if already && !f.leftoverGone(ctx, log, b) {
+		return
 	}
 	if !f.persist(ctx, log, "finish_failed", func() error {
 		return f.o.Queue.Finish(b.ID, store.StateExported, path, "", version, f.o.Now())
@@ -51,7 +51,9 @@ func (f *Fetcher) giveUp(ctx context.Context, log zerolog.Logger, b *store.Batch
 		f.retry(ctx, log, b, &Error{Kind: KindLocal, Err: fmt.Errorf("check the export in place (before giving up: %s): %w", reason, err)})
 		return
 	}
-	f.discard(log, b)
+	if !f.leftoverGone(ctx, log, b) {
+		return
+	}
 	if ok {
 		if !f.persist(ctx, log, "finish_failed", func() error {
 			return f.o.Queue.Finish(b.ID, store.StateExported, path, reason, 0, f.o.Now())
@@ -125,6 +127,22 @@ func (f *Fetcher) discard(log zerolog.Logger, b *store.Batch) {
 	if err := f.o.Sink.Discard(b.ID); err != nil {
 		log.Warn().Str("event", "staging_remove_failed").Err(err).Msg("could not remove the batch's staged results")
 	}
+}
+
+// leftoverGone removes what is staged for a batch about to end (a fetch
+// cut short, or the old export a replace moved there and could not
+// delete) and reports whether it is gone. When it is not, the batch is put
+// back in the queue with the reason instead of ending: nothing would look
+// at its staging again, and it holds personal data (an erasure does not
+// rewrite staging). The next attempt finds the export in place and tries
+// again.
+func (f *Fetcher) leftoverGone(ctx context.Context, log zerolog.Logger, b *store.Batch) bool {
+	err := f.o.Sink.Discard(b.ID)
+	if err == nil {
+		return true
+	}
+	f.retry(ctx, log, b, &Error{Kind: KindLocal, Err: fmt.Errorf("remove what is staged for the batch before it ends: %w", err)})
+	return false
 }
 
 // persist runs a store transition until it succeeds, retrying in place
