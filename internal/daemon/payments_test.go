@@ -114,11 +114,27 @@ func TestPaymentsFlowToTheirSinks(t *testing.T) {
 			t.Errorf("message %d: %s (%v); want data == the day file's line %s", i, bodies[i], err, lines[i])
 		}
 	}
-	rec := httptest.NewRecorder()
-	d.metrics.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	for _, want := range []string{`batchhook_payment_deliveries_total{outcome="delivered",sink="file"} 3`,
-		`batchhook_payment_deliveries_total{outcome="delivered",sink="http"} 3`, `batchhook_payment_backlog{sink="http"} 0`} {
-		if !strings.Contains(rec.Body.String(), want) {
+	// The receiver has the messages before the dispatcher records them:
+	// wait for the record (the metrics read it), then check every figure.
+	wants := []string{`batchhook_payment_deliveries_total{outcome="delivered",sink="file"} 3`,
+		`batchhook_payment_deliveries_total{outcome="delivered",sink="http"} 3`, `batchhook_payment_backlog{sink="http"} 0`}
+	scrape := func() string {
+		rec := httptest.NewRecorder()
+		d.metrics.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		return rec.Body.String()
+	}
+	waitFor(t, func() bool {
+		body := scrape()
+		for _, want := range wants {
+			if !strings.Contains(body, want) {
+				return false
+			}
+		}
+		return true
+	})
+	body := scrape()
+	for _, want := range wants {
+		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %s", want)
 		}
 	}
