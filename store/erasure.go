@@ -240,22 +240,8 @@ func updateErasure(tx *bolt.Tx, id string, fn func(e *Erasure) error) error {
 	return putJSON(b, id, &e)
 }
 
-// AddErasedBatch notes in erasure id that eb's items were removed from its
-// export; the service calls it right after the rewritten export is in
-// place. Counts add up with an earlier note of the same batch (a resumed
-// erasure finds the rest).
-func (s *Store) AddErasedBatch(id string, eb ErasedBatch) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		return updateErasure(tx, id, func(e *Erasure) error { noteBatch(e, eb); return nil })
-	})
-	if err != nil {
-		return fmt.Errorf("note erased batch %s: %w", eb.BatchID, err)
-	}
-	return nil
-}
-
 // noteBatch adds eb to e's batches, adding up with an earlier note of the
-// same batch.
+// same batch (a resumed erasure finds the rest; RecordRewrite calls it).
 func noteBatch(e *Erasure, eb ErasedBatch) {
 	for i := range e.Batches {
 		if e.Batches[i].BatchID == eb.BatchID {
