@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,9 +18,10 @@ import (
 
 // attachExchangeFault attaches strace to the daemon so that every
 // renameat2 fails with EINVAL, as on a file system without RENAME_EXCHANGE.
-// It returns the trace file; strace detaches at the end of the test. The
+// detach stops strace (at the latest at the end of the test) and returns
+// the whole trace. The
 // test skips when strace is missing or cannot attach (no ptrace rights).
-func attachExchangeFault(t *testing.T, d *daemonProc) string {
+func attachExchangeFault(t *testing.T, d *daemonProc) (detach func() []byte) {
 	t.Helper()
 	if _, err := exec.LookPath("strace"); err != nil {
 		t.Skip("strace not installed: the RENAME_EXCHANGE fault cannot be injected")
@@ -34,14 +36,19 @@ func attachExchangeFault(t *testing.T, d *daemonProc) string {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM) // detaches; the daemon runs on
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-		}
-	})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM) // detaches; the daemon runs on
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+		})
+	}
+	t.Cleanup(stop)
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(stderr.String(), "attached") {
 		select {
@@ -53,7 +60,16 @@ func attachExchangeFault(t *testing.T, d *daemonProc) string {
 			t.Skipf("strace did not attach within 10s: %s", stderr.String())
 		}
 	}
-	return trace
+	// strace writes the trace as it goes, but only its exit makes sure
+	// every line is in the file.
+	return func() []byte {
+		stop()
+		data, err := os.ReadFile(trace)
+		if err != nil {
+			t.Fatalf("read the strace output: %v", err)
+		}
+		return data
+	}
 }
 
 // Issue 10 item 3, on the real binary: without RENAME_EXCHANGE (renameat2
@@ -82,7 +98,7 @@ func TestRefetchWithoutRenameExchange(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	trace := attachExchangeFault(t, d)
+	detach := attachExchangeFault(t, d)
 	for n := 2; n <= 3; n++ {
 		before, _ := os.ReadFile(filepath.Join(s.exports, id, "manifest.json"))
 		if out, errOut, code := runCLI(t, d, 30*time.Second, "batches", "refetch", id); code != 0 {
@@ -105,7 +121,7 @@ func TestRefetchWithoutRenameExchange(t *testing.T) {
 	if err != nil || len(entries) != 0 {
 		t.Fatalf("staging after the refetches: %v %v", entries, err)
 	}
-	if data, _ := os.ReadFile(trace); bytes.Count(data, []byte("RENAME_EXCHANGE) = -1 EINVAL")) < 2 {
+	if data := detach(); bytes.Count(data, []byte("RENAME_EXCHANGE) = -1 EINVAL")) < 2 {
 		t.Fatalf("the fault was not injected:\n%s", data)
 	}
 	d.stop(t)

@@ -428,8 +428,11 @@ func TestExecSinkWithoutFileRemovesTheExport(t *testing.T) {
 			t.Fatalf("the command's environment lacks BATCHHOOK_EXPORT_DIR of %s:\n%s", id, env)
 		}
 	}
+	// The line comes after the directory is gone and the store has
+	// recorded it: wait for it; after the stop, no more may have come.
+	waitFor(t, func() bool { return strings.Count(d.out.String(), `"event":"export_removed"`) >= len(ids) })
+	d.stop(t)
 	if n := strings.Count(d.out.String(), `"event":"export_removed"`); n != len(ids) {
 		t.Fatalf("%d export_removed events, want %d", n, len(ids))
 	}
-	d.stop(t)
 }
