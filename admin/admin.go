@@ -24,6 +24,7 @@ import (
 
 	"github.com/batchhook/batchhook/internal/httpserver"
 	"github.com/batchhook/batchhook/internal/logsample"
+	"github.com/batchhook/batchhook/internal/netval"
 	"github.com/batchhook/batchhook/store"
 	"github.com/batchhook/batchhook/submit"
 )
@@ -182,7 +183,7 @@ func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
 		token = tokenDigest(token) // both sides 32 bytes: the compare cannot leak the length
 		if !ok || subtle.ConstantTimeCompare([]byte(got), token) != 1 {
 			s.unauthorizedLog.Warn().Str("event", "admin_unauthorized").Str("remote_addr", c.Request().RemoteAddr).
-				Str("url_path", c.Request().URL.Path).Msg("admin request without a valid token")
+				Str("url_path", netval.Text(c.Request().URL.Path, netval.Path)).Msg("admin request without a valid token")
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="batchhook"`)
 			return fail(c, http.StatusUnauthorized, "unauthorized")
 		}

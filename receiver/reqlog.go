@@ -1,6 +1,10 @@
 package receiver
 
-import "github.com/rs/zerolog"
+import (
+	"github.com/rs/zerolog"
+
+	"github.com/batchhook/batchhook/internal/netval"
+)
 
 // reqLog writes a request's log lines with the fields they all carry
 // (request_id, remote_addr, delivery_attempt, proxy_addr and product when
@@ -40,7 +44,7 @@ func (l *reqLog) fields(e *zerolog.Event) *zerolog.Event {
 		e = e.Str("batch_id", l.batchID)
 	}
 	if l.payment {
-		e = e.Str("body_sha256", l.bodySHA).Str("webhook_event", l.event)
+		e = e.Str("body_sha256", l.bodySHA).Str("webhook_event", netval.Text(l.event, netval.Header))
 	}
 	return e
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/batchhook/batchhook/internal/netval"
 	"github.com/batchhook/batchhook/store"
 )
 
@@ -254,10 +255,4 @@ func foldKey(key string) string {
 
 // truncate keeps attacker-chosen strings short in errors and logs; callers
 // quote the result with %q so control characters are escaped.
-func truncate(s string) string {
-	const max = 40
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "..."
-}
+func truncate(s string) string { return netval.Text(s, netval.Field) }

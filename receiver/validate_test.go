@@ -390,6 +390,9 @@ var unsafeIDs = []struct {
 	{"129 chars", strings.Repeat("a", 129)},
 	{"the payments day-file directory", "payments"},
 	{"the payment message-id prefix", "payment"},
+	// A CPF is personal data; a batch id is logged and names a directory.
+	{"a CPF", "52998224725"},
+	{"a punctuated CPF", "529.982.247-25"},
 }
 
 func TestCheckBatchID(t *testing.T) {
@@ -401,7 +404,10 @@ func TestCheckBatchID(t *testing.T) {
 		})
 	}
 	for _, id := range []string{"a", "Z", "0", "b-1", "a.b", "a..b", "a.", "x_y", "ns:id", "-lead", "_lead", ":lead",
-		"ABCdef0123456789", strings.Repeat("z", 128), "01HF8Z6Q3V4X5Y6Z7A8B9C0D1E"} {
+		"ABCdef0123456789", strings.Repeat("z", 128), "01HF8Z6Q3V4X5Y6Z7A8B9C0D1E",
+		// Eleven digits that are not a CPF, and a CPF inside a longer id:
+		// ids, not people (a UUID's last group can hold eleven digits).
+		"52998224726", "b_52998224725", "4f1d7c2e-9b3a-4e21-a8c5-52998224725a"} {
 		if err := store.CheckBatchID(id); err != nil {
 			t.Errorf("CheckBatchID(%q) = %v, want nil", id, err)
 		}

@@ -3,7 +3,13 @@ package store
 import (
 	"errors"
 	"fmt"
+
+	"github.com/batchhook/batchhook/cpf"
 )
+
+// ErrBatchIDIsCPF is CheckBatchID's answer for an id that is a valid CPF;
+// the message never repeats the id.
+var ErrBatchIDIsCPF = errors.New("is a valid CPF (personal data): batch ids are logged and name directories, so such an id is refused")
 
 // CheckBatchID reports whether id is safe to use as a directory name:
 // 1–128 characters of [A-Za-z0-9._:-], not starting with a dot (which also
@@ -13,6 +19,16 @@ import (
 // since EXPORT_DIR/payments holds the payment day files, and "payment",
 // since payment events go downstream with message ids "payment:<seq>",
 // which that batch's parts would share.
+//
+// An id that is a valid CPF (11 digits with matching check digits, bare or
+// as 000.000.000-00: cpf.Normalize) is refused as well (issue 22). A batch
+// id is logged in every line about its batch, names a directory, goes into
+// message ids downstream and into the provider's URL, so it must never be
+// personal data. The document shows batch ids only as strings; batchhook
+// assumes a provider never issues one that is a CPF, and says why it
+// refused one without echoing it. Only the whole id counts: an id that
+// merely contains eleven digits (a UUID's last group can) is an id, not a
+// person, and refusing it would refuse genuine batches at random.
 func CheckBatchID(id string) error {
 	switch id {
 	case "payments":
@@ -25,6 +41,9 @@ func CheckBatchID(id string) error {
 	}
 	if id[0] == '.' {
 		return errors.New("must not start with a dot")
+	}
+	if _, err := cpf.Normalize(id); err == nil {
+		return ErrBatchIDIsCPF
 	}
 	for i := 0; i < len(id); i++ {
 		c := id[i]

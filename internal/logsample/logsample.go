@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/batchhook/batchhook/internal/netval"
 )
 
 // Sampler is one budget of log lines, shared by the loggers it makes.
@@ -63,6 +65,6 @@ type errorWriter struct {
 }
 
 func (w errorWriter) Write(p []byte) (int, error) {
-	w.log.Warn().Str("event", w.event).Str("error", string(bytes.TrimSpace(p))).Msg("HTTP server error")
+	w.log.Warn().Str("event", w.event).Str("error", netval.Text(string(bytes.TrimSpace(p)), netval.ServerError)).Msg("HTTP server error")
 	return len(p), nil
 }
