@@ -172,11 +172,18 @@ func (s *Server) Serve(ln net.Listener) { s.srv.Serve(ln) }
 func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
 
 // auth requires the bearer token when one is configured, compared in
-// constant time through fixed-size digests (see bearerDigest).
+// constant time through fixed-size digests (see bearerDigest). Without a
+// token the listener is loopback (config refuses anything else), and the
+// request's Host must be a loopback name or address too: otherwise a web
+// page a browser on this machine opens could reach the API through DNS
+// rebinding, under its own name, and read the answers.
 func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		token := s.o.Token()
 		if len(token) == 0 {
+			if !httpserver.LoopbackHost(c.Request().Host) {
+				return fail(c, http.StatusForbidden, "host_not_loopback")
+			}
 			return next(c)
 		}
 		got, ok := bearerDigest(c.Request().Header.Get("Authorization"))

@@ -36,7 +36,10 @@ func (d *Daemon) servePprof(addr string) error {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	// A CPU profile or trace runs for its ?seconds= (30 by default) before
 	// it writes: the write deadline leaves room for that.
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 10 * time.Minute}
+	// The listener is loopback, but a browser on this machine can reach
+	// it under a stranger's name through DNS rebinding: only a loopback
+	// Host is served.
+	srv := &http.Server{Handler: httpserver.RequireLoopbackHost(mux), ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 10 * time.Minute}
 	d.pprof = httpserver.New("profile listener", srv)
 	d.pprof.Serve(ln)
 	d.pprofAddr = ln.Addr()

@@ -1,0 +1,42 @@
+package httpserver
+
+import (
+	"net"
+	"net/http"
+	"strings"
+)
+
+// LoopbackHost reports whether a request's Host names this machine's
+// loopback: "localhost" (or a name under ".localhost"), or an address in
+// 127.0.0.0/8 or ::1, with or without a port. A listener that relies on
+// being reachable only from this machine (no token) must also check the
+// Host: through DNS rebinding, a web page a local browser opens can send
+// requests to 127.0.0.1 under its own name (evil.example), and read the
+// answers as its own. Its Host is then that name, never a loopback one.
+func LoopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// RequireLoopbackHost answers 403 to a request whose Host is not a
+// loopback name or address (LoopbackHost), and passes the others to next.
+func RequireLoopbackHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !LoopbackHost(r.Host) {
+			http.Error(w, ErrHostNotLoopback, http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// ErrHostNotLoopback is the 403's text: it names the rule, not the Host
+// (a stranger's value).
+const ErrHostNotLoopback = "forbidden: the Host header must be a loopback name or address (localhost, 127.0.0.1, [::1]) on this listener"
