@@ -155,8 +155,9 @@ func New(o Options) (*Server, error) {
 	g.GET("/admin/rejected/:id", s.showRejected)
 	s.echo = e
 	s.srv = httpserver.New("admin listener", &http.Server{Handler: e, ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10,
-		ErrorLog: sampler.ErrorLog(o.Logger, "http_server_error")})
+		ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: httpserver.MaxHeaderBytes(16 << 10),
+		DisableGeneralOptionsHandler: true,
+		ErrorLog:                     sampler.ErrorLog(o.Logger, "http_server_error")})
 	return s, nil
 }
 

@@ -35,7 +35,9 @@ type Limits struct {
 	ReadTimeout       time.Duration
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
-	MaxHeaderBytes    int
+	// MaxHeaderBytes caps the request line and headers together, blank
+	// line included (431 past it), exactly (httpserver.MaxHeaderBytes).
+	MaxHeaderBytes int
 }
 
 // DefaultLimits returns the limits used when Options.Limits is zero.
@@ -187,9 +189,12 @@ func New(opts Options) (*Server, error) {
 		ReadTimeout:       opts.Limits.ReadTimeout,
 		WriteTimeout:      opts.Limits.WriteTimeout,
 		IdleTimeout:       opts.Limits.IdleTimeout,
-		MaxHeaderBytes:    opts.Limits.MaxHeaderBytes,
-		ConnContext:       withConn,
-		ErrorLog:          sampler.ErrorLog(opts.Logger, "http_server_error"),
+		MaxHeaderBytes:    httpserver.MaxHeaderBytes(opts.Limits.MaxHeaderBytes),
+		// net/http answers "OPTIONS *" itself with 200 unless told not to;
+		// the webhook listener serves its paths only (404 here).
+		DisableGeneralOptionsHandler: true,
+		ConnContext:                  withConn,
+		ErrorLog:                     sampler.ErrorLog(opts.Logger, "http_server_error"),
 	})
 	return s, nil
 }

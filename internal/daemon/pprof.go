@@ -39,7 +39,8 @@ func (d *Daemon) servePprof(addr string) error {
 	// The listener is loopback, but a browser on this machine can reach
 	// it under a stranger's name through DNS rebinding: only a loopback
 	// Host is served.
-	srv := &http.Server{Handler: httpserver.RequireLoopbackHost(mux), ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 10 * time.Minute}
+	srv := &http.Server{Handler: httpserver.RequireLoopbackHost(mux), ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 10 * time.Minute,
+		MaxHeaderBytes: httpserver.MaxHeaderBytes(16 << 10), DisableGeneralOptionsHandler: true}
 	d.pprof = httpserver.New("profile listener", srv)
 	d.pprof.Serve(ln)
 	d.pprofAddr = ln.Addr()

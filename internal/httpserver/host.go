@@ -40,3 +40,15 @@ func RequireLoopbackHost(next http.Handler) http.Handler {
 // ErrHostNotLoopback is the 403's text: it names the rule, not the Host
 // (a stranger's value).
 const ErrHostNotLoopback = "forbidden: the Host header must be a loopback name or address (localhost, 127.0.0.1, [::1]) on this listener"
+
+// headerSlack is how much net/http reads past Server.MaxHeaderBytes
+// before it answers 431: it lets the request line and headers together
+// reach MaxHeaderBytes+4096 bytes.
+const headerSlack = 4096
+
+// MaxHeaderBytes returns the http.Server.MaxHeaderBytes that makes
+// net/http refuse (431) a request whose request line and headers, blank
+// line included, exceed total bytes, so the limit a README states is the
+// one enforced. A total of 4 KiB or less cannot be met exactly (net/http
+// reads at least 4097 bytes); it gives the smallest limit net/http has.
+func MaxHeaderBytes(total int) int { return max(total-headerSlack, 1) }
