@@ -39,6 +39,18 @@ const compactTxMax = 16 << 20
 // (a running daemon) holds the database.
 var ErrDaemonRunning = fmt.Errorf("%w: daemon running? stop it first", ErrLocked)
 
+// ErrNoDatabase is returned by Restore, without create, for a data
+// directory that holds no database (or does not exist).
+var ErrNoDatabase = errors.New("no database there")
+
+// noDatabase says which of the two dir is: missing, or without FileName.
+func noDatabase(dir string) error {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w: %s does not exist", ErrNoDatabase, dir)
+	}
+	return fmt.Errorf("%w: %s has no %s", ErrNoDatabase, dir, FileName)
+}
+
 // SwapResult is what Restore or Compact did.
 type SwapResult struct {
 	Before, After int64  // the database file's size before and after
@@ -63,21 +75,27 @@ func (h hooks) at(step string) {
 // checks first (Check); the current database is kept as
 // batchhook.db.bak-<UTC time of now>. The daemon must be stopped:
 // ErrDaemonRunning otherwise.
-func Restore(dir, file string, now time.Time) (SwapResult, error) {
-	return restore(dir, file, now, nil)
+//
+// A dir without a database is most often the wrong directory (a data
+// directory named in the service's environment, not in the operator's
+// shell): Restore refuses it with ErrNoDatabase, touching nothing, unless
+// create is set, when it makes dir (0700) as needed and restores there.
+func Restore(dir, file string, create bool, now time.Time) (SwapResult, error) {
+	return restore(dir, file, create, now, nil)
 }
 
-func restore(dir, file string, now time.Time, h hooks) (res SwapResult, err error) {
+func restore(dir, file string, create bool, now time.Time, h hooks) (res SwapResult, err error) {
 	path := filepath.Join(dir, FileName)
 	exists := true
 	st, err := os.Lstat(path)
 	switch {
+	case errors.Is(err, os.ErrNotExist) && !create:
+		return res, noDatabase(dir)
 	case errors.Is(err, os.ErrNotExist):
-		// An empty data directory: nothing to lock or keep.
+		// A new data directory, asked for: nothing to lock or keep. It
+		// is made once the backup passed its check (a bad FILE leaves
+		// nothing behind).
 		exists = false
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return res, fmt.Errorf("create data dir: %w", err)
-		}
 	case err != nil:
 		return res, fmt.Errorf("stat %s: %w", path, err)
 	default:
@@ -90,11 +108,16 @@ func restore(dir, file string, now time.Time, h hooks) (res SwapResult, err erro
 		defer lock.Close()
 		res.Before = st.Size()
 	}
-	if res.Removed, err = removeLeftovers(dir); err != nil {
-		return res, err
-	}
 	want, err := Check(file)
 	if err != nil {
+		return res, err
+	}
+	if !exists {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return res, fmt.Errorf("create data dir: %w", err)
+		}
+	}
+	if res.Removed, err = removeLeftovers(dir); err != nil {
 		return res, err
 	}
 	tmp, err := copyToTemp(dir, file, "restore")

@@ -30,7 +30,7 @@ func TestSwapCrashHelper(t *testing.T) {
 	}
 	var err error
 	if f[0] == "restore" {
-		_, err = restore(f[2], f[3], t1, die)
+		_, err = restore(f[2], f[3], false, t1, die)
 	} else {
 		_, err = compact(f[2], false, t1, die)
 	}
@@ -85,7 +85,7 @@ func TestSwapCrashAtEachStep(t *testing.T) {
 				}
 				var res SwapResult
 				if op == "restore" {
-					res, err = Restore(dir, backup, t1.Add(time.Minute))
+					res, err = Restore(dir, backup, false, t1.Add(time.Minute))
 				} else {
 					res, err = Compact(dir, false, t1.Add(time.Minute))
 				}

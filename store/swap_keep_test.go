@@ -41,11 +41,11 @@ func TestKeptCopiesNeverCollide(t *testing.T) {
 // retrying one, both succeed and keep both previous files.
 func TestRestoreTwiceInOneSecond(t *testing.T) {
 	dir, backup := oldAndBackup(t)
-	a, err := Restore(dir, backup, t1)
+	a, err := Restore(dir, backup, false, t1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Restore(dir, backup, t1.Add(time.Millisecond))
+	b, err := Restore(dir, backup, false, t1.Add(time.Millisecond))
 	if err != nil {
 		t.Fatalf("second restore in the same second: %v", err)
 	}

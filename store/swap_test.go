@@ -67,7 +67,7 @@ func leftovers(t *testing.T, dir string) []string {
 
 func TestRestoreSwapsInTheBackupAndKeepsTheOld(t *testing.T) {
 	dir, backup := oldAndBackup(t)
-	res, err := Restore(dir, backup, t1)
+	res, err := Restore(dir, backup, false, t1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestRestoreSwapsInTheBackupAndKeepsTheOld(t *testing.T) {
 func TestRestoreRefusesWhileTheDaemonHoldsTheLock(t *testing.T) {
 	dir, backup := oldAndBackup(t)
 	openTest(t, dir)
-	_, err := Restore(dir, backup, t1)
+	_, err := Restore(dir, backup, false, t1)
 	if !errors.Is(err, ErrDaemonRunning) || !strings.Contains(err.Error(), "daemon running? stop it first") {
 		t.Fatalf("Restore under a running store = %v, want ErrDaemonRunning", err)
 	}
@@ -113,7 +113,7 @@ func TestRestoreRefusesABadBackupAndChangesNothing(t *testing.T) {
 	data, _ := os.ReadFile(backup)
 	cut := filepath.Join(t.TempDir(), "cut.db")
 	os.WriteFile(cut, data[:len(data)-4096], 0o600)
-	if _, err := Restore(dir, cut, t1); !errors.Is(err, ErrBadBackup) {
+	if _, err := Restore(dir, cut, false, t1); !errors.Is(err, ErrBadBackup) {
 		t.Fatalf("Restore of a cut backup = %v, want ErrBadBackup", err)
 	}
 	if !has(t, filepath.Join(dir, FileName), "only-old") || len(leftovers(t, dir)) != 0 {
@@ -131,7 +131,7 @@ func TestRestoreOverADatabaseBboltRefuses(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, FileName), []byte("damaged"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Restore(dir, backup, t1)
+	res, err := Restore(dir, backup, false, t1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,10 +140,24 @@ func TestRestoreOverADatabaseBboltRefuses(t *testing.T) {
 	}
 }
 
+// TestRestoreIntoAnEmptyDataDir: a directory without a database is
+// refused, and left as it was, unless create asks for it.
 func TestRestoreIntoAnEmptyDataDir(t *testing.T) {
 	_, backup := oldAndBackup(t)
-	dir := filepath.Join(t.TempDir(), "data")
-	res, err := Restore(dir, backup, t1)
+	empty := t.TempDir()
+	dir := filepath.Join(empty, "data")
+	for _, d := range []string{dir, empty} {
+		if _, err := Restore(d, backup, false, t1); !errors.Is(err, ErrNoDatabase) || !strings.Contains(err.Error(), d) {
+			t.Fatalf("restore into %s without create: %v, want ErrNoDatabase naming it", d, err)
+		}
+	}
+	if _, err := Restore(dir, "/dev/null", true, t1); !errors.Is(err, ErrBadBackup) {
+		t.Fatalf("restore of a bad backup with create: %v, want ErrBadBackup", err)
+	}
+	if entries, _ := os.ReadDir(empty); len(entries) != 0 {
+		t.Fatalf("a refused restore wrote %v", entries)
+	}
+	res, err := Restore(dir, backup, true, t1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,12 +17,19 @@ import (
 // BATCHHOOK_DATA_DIR (or --data-dir): none of the daemon's secrets.
 
 const restoreUsage = `Usage:
-  batchhook restore FILE [--data-dir DIR]
+  batchhook restore FILE --data-dir DIR [--create]
 
 With the daemon stopped: checks the backup FILE, keeps the current database
 as batchhook.db.bak-<UTC time>, and swaps FILE in atomically (batchhook.db is
-never missing, whatever instant a crash picks). Environment:
-BATCHHOOK_DATA_DIR (default ./data).
+never missing, whatever instant a crash picks). The first line printed names
+the target directory and where it came from.
+
+--data-dir names the daemon's data directory (the service's
+BATCHHOOK_DATA_DIR: /var/lib/batchhook in the systemd unit); without it,
+BATCHHOOK_DATA_DIR, then ./data. A target without a batchhook.db is refused
+(exit 2), since it is most often the wrong directory; --create restores into
+it anyway, making it (0700) if needed. Environment: BATCHHOOK_DATA_DIR,
+BATCHHOOK_EXPORT_DIR (default DATA_DIR/exports).
 `
 
 const compactUsage = `Usage:
@@ -66,6 +73,7 @@ func offlineFlags(fs *flag.FlagSet, usage string, args []string, stderr io.Write
 
 func restoreCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
+	create := fs.Bool("create", false, "restore into a directory without a database (made 0700 if missing)")
 	pos, dirs, code := offlineFlags(fs, restoreUsage, args, stderr)
 	if code >= 0 {
 		return code
@@ -75,8 +83,16 @@ func restoreCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	dir := dirs.DataDir
-	res, err := store.Restore(dir, pos[0], time.Now())
+	// First, before anything is changed: the directory, and why this one.
+	fmt.Fprintf(stdout, "data directory: %s (from %s)\n", dir, dirs.DataDirFrom)
+	res, err := store.Restore(dir, pos[0], *create, time.Now())
 	reportLeftovers(stdout, res.Removed)
+	if errors.Is(err, store.ErrNoDatabase) {
+		fmt.Fprintf(stderr, "batchhook restore: %v (target from %s); name the daemon's data directory with "+
+			"--data-dir DIR (the systemd unit's is /var/lib/batchhook), or pass --create to restore into a new one there\n",
+			err, dirs.DataDirFrom)
+		return 2
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "batchhook restore: %v\n", err)
 		return 1

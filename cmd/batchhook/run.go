@@ -39,7 +39,7 @@ Usage:
   batchhook fingerprint           a secret's fingerprint, exactly as the daemon logs it
   batchhook sandbox deposit|withdraw|pay|receive|refund   rehearse the provider's sandbox payments gateway
   batchhook backup FILE           a consistent snapshot of the running daemon's database, checked
-  batchhook restore FILE          (daemon stopped) swap a backup in, keeping the current database
+  batchhook restore FILE --data-dir DIR   (daemon stopped) swap a backup in, keeping the current database
   batchhook compact               (daemon stopped) rewrite the database without its free space
   batchhook healthcheck           exit 0 when the daemon's /healthz answers
   batchhook bench                 load a webhook endpoint (or --bare: the baseline)

@@ -25,6 +25,7 @@ import (
 	"github.com/batchhook/batchhook/internal/metrics"
 	"github.com/batchhook/batchhook/internal/providerwatch"
 	"github.com/batchhook/batchhook/internal/rejectkeep"
+	"github.com/batchhook/batchhook/internal/runmark"
 	"github.com/batchhook/batchhook/receiver"
 	"github.com/batchhook/batchhook/sink"
 	"github.com/batchhook/batchhook/sink/dispatch"
@@ -95,6 +96,15 @@ type Daemon struct {
 	// provider watches the provider's answers for a base URL that
 	// cannot be right (404 to everything): a metric and /readyz say so.
 	provider *providerwatch.Watch
+	// run is the data directory's run marker (runmark.go); previousFailed
+	// is what it said at start, for batchhook_previous_run_failed; ended
+	// is set once this run's end is recorded (a failed commit is recorded
+	// when seen, before the stop that follows).
+	run            *runmark.Marker
+	previousFailed bool
+	ended          atomic.Bool
+	// startErr is the error Start failed with, for the run marker.
+	startErr error
 
 	stopOnce sync.Once
 	stopErr  error
@@ -128,6 +138,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 			}
 			// Quietly: the caller logs start_failed, and a "stopped"
 			// line before it would read as a clean stop.
+			d.startErr = err
 			_ = d.stop(context.Background(), false)
 		}
 	}()
@@ -136,6 +147,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	if d.store, err = store.Open(cfg.DataDir, LockTimeout); err != nil {
 		return dirError("DATA_DIR", cfg.DataDir, err)
 	}
+	d.beginRun()
 	if n := d.store.MigratedRecords(); n > 0 {
 		d.log.Info().Str("component", "store").Str("event", "records_migrated").Int("batches", n).
 			Msg("batch records moved to this version's layout (once per database; an older batchhook cannot read it)")
@@ -166,6 +178,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	d.metrics = metrics.New(d.store, time.Now)
 	d.metrics.InitSinks(cfg.DeliverySinks())
 	d.metrics.Init(metricLabels())
+	d.metrics.PreviousRun(d.previousFailed)
 	disp, err := d.dispatcher()
 	if err != nil {
 		return err
@@ -317,6 +330,7 @@ func (d *Daemon) watchStore(ctx context.Context) error {
 		err := d.store.Err()
 		d.log.Error().Str("component", "daemon").Str("event", "store_failed").Err(err).
 			Msg("a commit failed: the store refuses every request from now on; batchhook exits for its supervisor to restart it")
+		d.recordFailedCommit(err)
 		d.fatal <- err
 	case <-ctx.Done():
 	}
@@ -389,6 +403,7 @@ func (d *Daemon) stop(ctx context.Context, logStopped bool) error {
 			errs = append(errs, d.store.Close())
 		}
 		d.stopErr = errors.Join(errs...)
+		d.recordEnd(d.startErr, d.stopErr)
 		if logStopped {
 			d.log.Info().Str("component", "daemon").Str("event", "stopped").Msg("batchhook stopped")
 		}
