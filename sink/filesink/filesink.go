@@ -84,6 +84,9 @@ type Sink struct {
 	// beforeSync, when set (tests), runs after a day's lines are written
 	// and before they are fsynced; an error stands for a crash there.
 	beforeSync func(day string) error
+	// syncFile, when set (tests), stands for the fsync of a day file, so a
+	// test can make it fail as a disk would.
+	syncFile func(f *os.File) error
 }
 
 // fileState identifies a day file as this process left it.
@@ -218,7 +221,7 @@ func (s *Sink) appendDay(dir *os.File, day string, ps []sink.Payment) error {
 	if k, ok := s.known[day]; ok && k.dev == fs.dev && k.ino == fs.ino && k.size == fs.size {
 		fs.last = k.last
 	} else {
-		if fs.size, fs.last, err = recoverTail(f, fs.size); err != nil {
+		if fs.size, fs.last, err = s.recoverTail(f, fs.size); err != nil {
 			return err
 		}
 		syncDir = true
@@ -244,7 +247,7 @@ func (s *Sink) appendDay(dir *os.File, day string, ps []sink.Payment) error {
 		}
 	}
 	if buf.Len() > 0 || syncDir {
-		if err := f.Sync(); err != nil {
+		if err := s.sync(f); err != nil {
 			return fmt.Errorf("sync %s: %w", f.Name(), err)
 		}
 	}
@@ -260,6 +263,14 @@ func (s *Sink) appendDay(dir *os.File, day string, ps []sink.Payment) error {
 	}
 	s.known[day] = fs
 	return nil
+}
+
+// sync fsyncs a day file (through syncFile in tests).
+func (s *Sink) sync(f *os.File) error {
+	if s.syncFile != nil {
+		return s.syncFile(f)
+	}
+	return f.Sync()
 }
 
 // DayOf returns the day file an event received at t goes to: its UTC

@@ -16,7 +16,7 @@ const tailChunk = 64 << 10
 // without its "\n" is truncated away. It returns the new size and the seq
 // of the last line (0 for an empty file), after an fsync, so that what it
 // reports is on disk and not only in the page cache.
-func recoverTail(f *os.File, size int64) (int64, uint64, error) {
+func (s *Sink) recoverTail(f *os.File, size int64) (int64, uint64, error) {
 	if size > 0 {
 		var b [1]byte
 		if _, err := f.ReadAt(b[:], size-1); err != nil {
@@ -33,7 +33,7 @@ func recoverTail(f *os.File, size int64) (int64, uint64, error) {
 			size = nl + 1
 		}
 	}
-	if err := f.Sync(); err != nil {
+	if err := s.sync(f); err != nil {
 		return 0, 0, fmt.Errorf("sync %s: %w", f.Name(), err)
 	}
 	if size == 0 {
