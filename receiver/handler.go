@@ -2,6 +2,7 @@ package receiver
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -50,7 +51,7 @@ const (
 // handle times and counts every request; serve does the work.
 func (s *Server) handle(c echo.Context) error {
 	start := time.Now()
-	outcome, err := s.serve(c)
+	outcome, err := s.serve(c, start)
 	s.opts.Observer.WebhookHandled(outcome, time.Since(start))
 	if errors.Is(err, errSenderGone) {
 		// No one to answer: close the connection without a reply (and
@@ -155,32 +156,36 @@ func (s *Server) prologue(c echo.Context, ep endpoint) (in inbound, ok bool, out
 }
 
 // serve is the batch webhook: the shared prologue, then the
-// batch.completed notification. It returns the outcome for the metrics.
-func (s *Server) serve(c echo.Context) (string, error) {
+// batch.completed notification. start is when the handler began, which
+// sets the reply's deadline (replyContext). It returns the outcome for the
+// metrics.
+func (s *Server) serve(c echo.Context, start time.Time) (string, error) {
 	in, ok, outcome, err := s.prologue(c, endpoint{secret: s.opts.Secret, rejected: eventRejected})
 	if !ok {
 		return outcome, err
 	}
 	defer s.bufs.put(in.buf)
 	req, body, log := c.Request(), in.body, &in.log
+	ctx, cancel := s.replyContext(req, start)
+	defer cancel()
 
 	now := s.opts.Now().UTC()
 	n, err := Parse(body)
 	if err != nil {
-		return s.quarantine(c, log, body, err, "")
+		return s.quarantine(ctx, c, log, body, err, "")
 	}
 	log.batchID = n.BatchID
 	if n.Event != EventCompleted {
-		return s.audit(c, log, body, n)
+		return s.audit(ctx, c, log, body, n)
 	}
 
-	known, err := s.opts.Store.Known(n.BatchID)
+	known, err := s.opts.Store.KnownContext(ctx, n.BatchID)
 	if err != nil {
 		return s.storeFailed(c, log, err)
 	}
 	if !known {
 		n.Attempt, n.ReceivedAt, n.Source, n.Raw = attempt(req), now, store.SourceWebhook, bytes.Clone(body)
-		created, err := s.opts.Store.Record(n)
+		created, err := s.opts.Store.RecordContext(ctx, n)
 		if err != nil {
 			return s.storeFailed(c, log, err)
 		}
@@ -201,7 +206,7 @@ func (s *Server) serve(c echo.Context) (string, error) {
 // quarantine keeps a signed body that failed validation, tagged with its
 // product ("" for batches), and answers 400. Both products share the one
 // quarantine list (DECISIONS 29); q is stored through quarantiner.
-func (s *Server) quarantine(c echo.Context, log *reqLog, body []byte, cause error, product string) (string, error) {
+func (s *Server) quarantine(ctx context.Context, c echo.Context, log *reqLog, body []byte, cause error, product string) (string, error) {
 	sum := sha256.Sum256(body)
 	q := store.Quarantined{
 		ID: hex.EncodeToString(sum[:]), Reason: cause.Error(), Attempt: attempt(c.Request()),
@@ -210,11 +215,11 @@ func (s *Server) quarantine(c echo.Context, log *reqLog, body []byte, cause erro
 	if product == "" {
 		q.BatchID = readableBatchID(body)
 	}
-	save := s.opts.Store.Quarantine
+	save := s.opts.Store.QuarantineContext
 	if product == store.ProductPayments {
-		save = s.opts.Payments.Store.Quarantine
+		save = s.opts.Payments.Store.QuarantineContext
 	}
-	if err := save(q); err != nil {
+	if err := save(ctx, q); err != nil {
 		return s.storeFailed(c, log, err)
 	}
 	ev := log.Error().Str("event", "webhook_invalid")
@@ -228,13 +233,13 @@ func (s *Server) quarantine(c echo.Context, log *reqLog, body []byte, cause erro
 	return outcomeInvalid, fail(c, http.StatusBadRequest, cause.Error())
 }
 
-func (s *Server) audit(c echo.Context, log *reqLog, body []byte, n store.Notification) (string, error) {
+func (s *Server) audit(ctx context.Context, c echo.Context, log *reqLog, body []byte, n store.Notification) (string, error) {
 	sum := sha256.Sum256(body)
 	e := store.AuditEvent{
 		ID: hex.EncodeToString(sum[:]), Event: n.Event, BatchID: n.BatchID,
 		Attempt: attempt(c.Request()), ReceivedAt: s.opts.Now().UTC(), Raw: bytes.Clone(body),
 	}
-	if err := s.opts.Store.Audit(e); err != nil {
+	if err := s.opts.Store.AuditContext(ctx, e); err != nil {
 		return s.storeFailed(c, log, err)
 	}
 	log.Info().Str("event", "webhook_ignored").Str("webhook_event", truncate(n.Event)).
@@ -243,6 +248,11 @@ func (s *Server) audit(c echo.Context, log *reqLog, body []byte, n store.Notific
 }
 
 func (s *Server) storeFailed(c echo.Context, log *reqLog, err error) (string, error) {
+	if errors.Is(err, store.ErrSlowCommit) {
+		log.Warn().Str("event", "webhook_store_slow").Err(err).
+			Msg("the commit this reply depends on did not return in time (a slow disk?); replying 503 before the write deadline so the provider retries; the commit goes on")
+		return outcomeError, fail(c, http.StatusServiceUnavailable, "storage_slow")
+	}
 	log.Error().Str("event", "webhook_store_failed").Err(err).Msg("could not record webhook; replying 503 so the provider retries")
 	return outcomeError, fail(c, http.StatusServiceUnavailable, "storage_unavailable")
 }

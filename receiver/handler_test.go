@@ -280,7 +280,7 @@ func TestSizeEncodingMethodAndPath(t *testing.T) {
 
 type failingStore struct{ *store.Store }
 
-func (failingStore) Record(store.Notification) (bool, error) {
+func (failingStore) RecordContext(context.Context, store.Notification) (bool, error) {
 	return false, errors.New("disk on fire")
 }
 
@@ -383,15 +383,21 @@ func TestOutcomesAreCountedAndRejectionLogsSampled(t *testing.T) {
 
 type failingKnown struct{ *store.Store }
 
-func (failingKnown) Known(string) (bool, error) { return false, errors.New("read failed") }
+func (failingKnown) KnownContext(context.Context, string) (bool, error) {
+	return false, errors.New("read failed")
+}
 
 type failingQuarantine struct{ *store.Store }
 
-func (failingQuarantine) Quarantine(store.Quarantined) error { return errors.New("disk full") }
+func (failingQuarantine) QuarantineContext(context.Context, store.Quarantined) error {
+	return errors.New("disk full")
+}
 
 type failingAudit struct{ *store.Store }
 
-func (failingAudit) Audit(store.AuditEvent) error { return errors.New("disk full") }
+func (failingAudit) AuditContext(context.Context, store.AuditEvent) error {
+	return errors.New("disk full")
+}
 
 // Every storage failure is a 503, never a 2xx or a 400 that the provider
 // would not retry.

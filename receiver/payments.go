@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -23,13 +24,15 @@ import (
 // durably, numbered, before the 200. It never interprets the event.
 
 // PaymentRecorder is what the payments webhook needs from the store.
-// PaymentKnown runs in a read transaction; RecordPayment and Quarantine
-// return only after a durable commit. Any error means nothing can be
+// PaymentKnownContext runs in a read transaction (and waits only for the
+// commit that logged what it finds); RecordPaymentContext and
+// QuarantineContext return only after a durable commit. Each returns
+// store.ErrSlowCommit when ctx ends first. Any error means nothing can be
 // promised to the sender (503).
 type PaymentRecorder interface {
-	PaymentKnown(dedupKey string) (seq uint64, known bool, err error)
-	RecordPayment(e store.PaymentEvent, raw []byte) (seq uint64, created bool, err error)
-	Quarantine(q store.Quarantined) error
+	PaymentKnownContext(ctx context.Context, dedupKey string) (seq uint64, known bool, err error)
+	RecordPaymentContext(ctx context.Context, e store.PaymentEvent, raw []byte) (seq uint64, created bool, err error)
+	QuarantineContext(ctx context.Context, q store.Quarantined) error
 }
 
 var _ PaymentRecorder = (*store.Store)(nil)
@@ -100,7 +103,7 @@ func (o *PaymentOptions) check(batchPath string) error {
 // handlePayment times and counts every payments request.
 func (s *Server) handlePayment(c echo.Context) error {
 	start := time.Now()
-	outcome, err := s.servePayment(c)
+	outcome, err := s.servePayment(c, start)
 	if o := s.opts.Payments.Observer; o != nil {
 		o.PaymentHandled(outcome, time.Since(start))
 	}
@@ -112,8 +115,9 @@ func (s *Server) handlePayment(c echo.Context) error {
 
 // servePayment is the payments webhook: the shared prologue with the
 // payments secret, a strict JSON object, then the event is logged durably
-// (or found logged already) before the reply.
-func (s *Server) servePayment(c echo.Context) (string, error) {
+// (or found logged already) before the reply, or 503 by the reply's
+// deadline (replyContext).
+func (s *Server) servePayment(c echo.Context, start time.Time) (string, error) {
 	p := s.opts.Payments
 	in, ok, outcome, err := s.prologue(c, endpoint{product: store.ProductPayments, secret: p.Secret, rejected: eventPaymentRejected})
 	if !ok {
@@ -121,9 +125,11 @@ func (s *Server) servePayment(c echo.Context) (string, error) {
 	}
 	defer s.bufs.put(in.buf)
 	body, log := in.body, &in.log
+	ctx, cancel := s.replyContext(c.Request(), start)
+	defer cancel()
 	fields, err := decodeObject(body)
 	if err != nil {
-		return s.quarantine(c, log, body, err, store.ProductPayments)
+		return s.quarantine(ctx, c, log, body, err, store.ProductPayments)
 	}
 	sum := sha256.Sum256(body)
 	bodySHA := hex.EncodeToString(sum[:])
@@ -131,7 +137,7 @@ func (s *Server) servePayment(c echo.Context) (string, error) {
 	log.payment, log.bodySHA, log.event = true, bodySHA, event
 	key := DedupKey(fields, p.DedupFields, bodySHA)
 
-	seq, known, err := p.Store.PaymentKnown(key)
+	seq, known, err := p.Store.PaymentKnownContext(ctx, key)
 	if err != nil {
 		return s.storeFailed(c, log, err)
 	}
@@ -141,7 +147,7 @@ func (s *Server) servePayment(c echo.Context) (string, error) {
 			BodySHA256: bodySHA, TransactionID: transactionID(fields),
 		}
 		var created bool
-		seq, created, err = p.Store.RecordPayment(e, body) // the store copies it
+		seq, created, err = p.Store.RecordPaymentContext(ctx, e, body) // the store copies it
 		if err != nil {
 			return s.storeFailed(c, log, err)
 		}

@@ -387,7 +387,7 @@ func TestPaymentSizeMethodAndEncoding(t *testing.T) {
 
 type failingPayments struct{ *store.Store }
 
-func (failingPayments) RecordPayment(store.PaymentEvent, []byte) (uint64, bool, error) {
+func (failingPayments) RecordPaymentContext(context.Context, store.PaymentEvent, []byte) (uint64, bool, error) {
 	return 0, false, errors.New("disk on fire")
 }
 

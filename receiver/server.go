@@ -51,15 +51,17 @@ func DefaultLimits() Limits {
 	}
 }
 
-// Recorder is what the receiver needs from the store. Known runs in a read
-// transaction; Record, Quarantine and Audit return only after a durable
-// commit, and any error from them means nothing can be promised to the
-// sender (the receiver answers 503).
+// Recorder is what the receiver needs from the store. KnownContext runs in
+// a read transaction (and waits only for the commit that recorded what it
+// finds); RecordContext, QuarantineContext and AuditContext return only
+// after a durable commit. Each returns store.ErrSlowCommit when ctx ends
+// first. Any error from them means nothing can be promised to the sender
+// (the receiver answers 503).
 type Recorder interface {
-	Known(batchID string) (bool, error)
-	Record(n store.Notification) (created bool, err error)
-	Quarantine(q store.Quarantined) error
-	Audit(e store.AuditEvent) error
+	KnownContext(ctx context.Context, batchID string) (bool, error)
+	RecordContext(ctx context.Context, n store.Notification) (created bool, err error)
+	QuarantineContext(ctx context.Context, q store.Quarantined) error
+	AuditContext(ctx context.Context, e store.AuditEvent) error
 }
 
 var _ Recorder = (*store.Store)(nil)
@@ -197,6 +199,25 @@ func New(opts Options) (*Server, error) {
 		ErrorLog:                     sampler.ErrorLog(opts.Logger, "http_server_error"),
 	})
 	return s, nil
+}
+
+// replyMargin is how long before the listener's write deadline a reply
+// that waits for the store gives up: enough to write a 503 in time.
+const replyMargin = time.Second
+
+// replyContext bounds the store's part of a reply. net/http sets the write
+// deadline (WriteTimeout) once a request's headers are read, just before
+// its handler starts at start; a reply written after it never reaches the
+// sender. So the context ends replyMargin (or a tenth of WriteTimeout, if
+// less) before it, or when the sender leaves: a commit that cannot return
+// in time (a slow disk, a queue of commits before it) is answered 503
+// while the sender still listens, and goes on in the background.
+func (s *Server) replyContext(r *http.Request, start time.Time) (context.Context, context.CancelFunc) {
+	wt := s.opts.Limits.WriteTimeout
+	if wt <= 0 {
+		return context.WithCancel(r.Context())
+	}
+	return context.WithDeadline(r.Context(), start.Add(wt-min(replyMargin, wt/10)))
 }
 
 // Handler returns the HTTP handler, for tests that bring their own server.

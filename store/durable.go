@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -18,8 +19,15 @@ import (
 //     beginTx copies db.meta(), the valid meta with the highest txid;
 //     Tx.OnCommit handlers run only after the sync). A read's tx.ID() is
 //     its meta's txid: View waits while it is newer than the last commit
-//     that returned, and Known does the same before answering "known", so
-//     a `duplicate` is never answered for a record still syncing.
+//     that returned. The webhooks' lookups (Known, PaymentKnown, the
+//     quarantine and audit entries) wait less: only for the commit that
+//     wrote the record they found, so a `duplicate` is never answered for a
+//     record still syncing, and never waits for a commit it does not depend
+//     on (on a slow disk each commit may take seconds, and the sender's
+//     reply has a deadline). Commits are serialised (writeMu), so at most
+//     one is under way; it marks the keys it makes known (mark), and a
+//     record found under a key it did not mark was written by a commit that
+//     returned, or was on the file at open.
 //  2. A failed commit fails the store closed. Once the meta page is written
 //     the commit stays visible in the page cache even if its fdatasync
 //     fails, and after an fsync error the kernel may have dropped unwritten
@@ -51,6 +59,10 @@ type durableDB struct {
 	failed   error         // sticky, wraps ErrFailed
 	failedCh chan struct{} // closed with failed
 	writeErr error         // the last write's failure, until a write commits
+	// marked holds the keys the commit under way makes known (mark), and
+	// markedTx its txid; both are cleared once it has returned or failed.
+	marked   map[string]struct{}
+	markedTx int
 
 	writeErrors atomic.Uint64
 }
@@ -61,7 +73,7 @@ type durableDB struct {
 const durableWait = 30 * time.Second
 
 func newDurableDB(db *bolt.DB) (*durableDB, error) {
-	d := &durableDB{DB: db, advanced: make(chan struct{}), failedCh: make(chan struct{})}
+	d := &durableDB{DB: db, advanced: make(chan struct{}), failedCh: make(chan struct{}), marked: map[string]struct{}{}}
 	// What is on the file at open is the starting point: bbolt does not
 	// begin from a meta page whose commit it did not finish writing.
 	err := db.View(func(tx *bolt.Tx) error {
@@ -104,7 +116,47 @@ func (d *durableDB) update(fn func(*bolt.Tx) error, clears bool) error {
 	case ran && fnErr == nil: // fn succeeded: the commit itself failed
 		d.commitFailed(id, err)
 	}
+	d.unmark() // after committed or fail: a reader that misses a mark sees either
 	return err
+}
+
+// mark notes, from inside an Update's function, that its transaction makes
+// key known (a record a webhook's lookup may find): until the commit has
+// returned, a lookup that finds key waits for it (settled). Every write
+// that makes such a key known must mark it; a key found unmarked is taken
+// as durable.
+func (d *durableDB) mark(tx *bolt.Tx, key string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.marked[key] = struct{}{}
+	d.markedTx = tx.ID()
+}
+
+func (d *durableDB) unmark() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	clear(d.marked)
+	d.markedTx = 0
+}
+
+// settled returns once key, found in a read transaction whose snapshot is
+// snap, is durable: at once unless the commit under way marked it, else
+// when that commit has returned. It returns ErrFailed when the store has
+// failed, and ErrSlowCommit when ctx ends first.
+func (d *durableDB) settled(ctx context.Context, key string, snap int) error {
+	d.mu.Lock()
+	_, writing := d.marked[key]
+	id, failed := d.markedTx, d.failed
+	d.mu.Unlock()
+	switch {
+	case failed != nil:
+		return failed
+	case !writing:
+		return nil
+	}
+	// A snapshot older than the marking commit saw the key from an earlier
+	// commit, which has returned (commits are serialised).
+	return d.waitDurableContext(ctx, min(id, snap))
 }
 
 // View runs fn in a read transaction, then waits until the commit its
@@ -136,6 +188,12 @@ func (d *durableDB) viewAt(fn func(*bolt.Tx) error) (int, error) {
 }
 
 func (d *durableDB) waitDurable(id int) error {
+	return d.waitDurableContext(context.Background(), id)
+}
+
+// waitDurableContext waits until commit id has returned, at most
+// durableWait; ErrSlowCommit when ctx ends first.
+func (d *durableDB) waitDurableContext(ctx context.Context, id int) error {
 	timeout := time.NewTimer(durableWait)
 	defer timeout.Stop()
 	for {
@@ -152,6 +210,8 @@ func (d *durableDB) waitDurable(id int) error {
 		case <-ch:
 		case <-timeout.C:
 			return fmt.Errorf("wait for commit %d to return: still syncing after %s", id, durableWait)
+		case <-ctx.Done():
+			return fmt.Errorf("wait for commit %d to return: %w (%w)", id, ErrSlowCommit, context.Cause(ctx))
 		}
 	}
 }

@@ -12,13 +12,15 @@ import (
 // TestReadWaitsForTheCommitItSees: a commit bbolt has made visible (meta
 // page written) but that has not returned — its fdatasync still running —
 // is not answered from: Known waits for the commit, and answers once it
-// returned. The commit is made through bbolt directly, so the store has
-// not seen it return, exactly the state between meta write and sync.
+// returned. The commit is made through bbolt directly, marking its key as
+// RecordContext does, so the store has not seen it return: exactly the
+// state between meta write and sync.
 func TestReadWaitsForTheCommitItSees(t *testing.T) {
 	s := openTest(t, t.TempDir())
 	var id int
 	if err := s.db.DB.Update(func(tx *bolt.Tx) error {
 		id = tx.ID()
+		s.db.mark(tx, lookupKey(bucketBatches, "b_syncing"))
 		_, err := recordTx(tx, note("b_syncing", t0))
 		return err
 	}); err != nil {
@@ -53,6 +55,7 @@ func TestReadWaitsForTheCommitItSees(t *testing.T) {
 func TestReadOfACommitThatFailsFails(t *testing.T) {
 	s := openTest(t, t.TempDir())
 	if err := s.db.DB.Update(func(tx *bolt.Tx) error {
+		s.db.mark(tx, lookupKey(bucketBatches, "b_lost"))
 		_, err := recordTx(tx, note("b_lost", t0))
 		return err
 	}); err != nil {

@@ -35,3 +35,10 @@ var ErrSymlink = errors.New("database file is a symbolic link; refusing to follo
 // ErrAmbiguous is returned by FindQuarantined when more than one entry's id
 // starts with the prefix asked for.
 var ErrAmbiguous = errors.New("ambiguous id prefix")
+
+// ErrSlowCommit is returned by the methods that take a context when it ends
+// before the commit their answer depends on has returned (a slow disk, or
+// a queue of commits before it). Nothing is promised: a write they asked for
+// goes on in the background (a retry then finds it once it is durable), or
+// never began. The webhooks answer it 503 before their write deadline.
+var ErrSlowCommit = errors.New("the commit it depends on has not returned yet")

@@ -9,10 +9,12 @@ import (
 )
 
 // FaultFile, in the data directory of a binary built with -tags
-// faultinject, makes every record commit fail: the end-to-end tests use it
-// to prove that a storage failure answers 503 and never a 2xx. A root
-// process ignores directory permissions, so a read-only data directory
-// would prove nothing (DECISIONS 16).
+// faultinject, makes every commit of the webhooks' writes (the group
+// commit: batch records, payment events, quarantine and audit entries)
+// fail: the end-to-end tests use it to prove that a storage failure
+// answers 503 and never a 2xx. A root process ignores directory
+// permissions, so a read-only data directory would prove nothing
+// (DECISIONS 16).
 const FaultFile = "FAIL_WRITES"
 
 func (s *Store) injectedFault() error {

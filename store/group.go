@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -14,6 +15,12 @@ import (
 // all in one transaction and answers each caller after the commit: a 2xx is
 // still only sent for a durable record. A lone request pays one commit and
 // no added delay (unlike bbolt's DB.Batch, which waits up to 10 ms).
+//
+// The requests are what the webhooks write: batch notifications (Record),
+// payment events (RecordPayment), quarantine and audit entries. A caller
+// whose context ends first stops waiting with ErrSlowCommit (its webhook
+// answers 503 in time); a request the writer has taken is committed all the
+// same, and the sender's retry then finds it.
 
 // maxGroup bounds one transaction, so one commit's latency stays bounded.
 const maxGroup = 512
@@ -21,27 +28,33 @@ const maxGroup = 512
 // ErrClosed is returned by Record after Close.
 var ErrClosed = errors.New("store is closed")
 
-type recordReq struct {
-	n    Notification
-	done chan recordRes
+// writeReq is one request to the group-commit writer.
+type writeReq struct {
+	// apply makes the request's writes in the group's transaction (and
+	// marks the keys it makes known); an error fails the whole group.
+	apply func(tx *bolt.Tx) (writeRes, error)
+	// what names the request in its errors ("record batch b1").
+	what string
+	done chan writeRes
 }
 
-type recordRes struct {
+type writeRes struct {
 	created bool
+	seq     uint64
 	err     error
 }
 
 // writer is the group-commit loop; it runs until quit is closed.
 func (s *Store) writer() {
 	defer close(s.writerDone)
-	group := make([]recordReq, 0, maxGroup)
+	group := make([]writeReq, 0, maxGroup)
 	for {
 		select {
 		case <-s.quit:
 			for { // refuse what queued behind the close
 				select {
 				case r := <-s.records:
-					r.done <- recordRes{err: ErrClosed}
+					r.done <- writeRes{err: fmt.Errorf("%s: %w", r.what, ErrClosed)}
 				default:
 					return
 				}
@@ -65,10 +78,10 @@ func (s *Store) writer() {
 	}
 }
 
-// commitGroup records every request of the group in one transaction. If the
+// commitGroup applies every request of the group in one transaction. If the
 // transaction fails, every caller gets the error (and answers 503).
-func (s *Store) commitGroup(group []recordReq) {
-	results := make([]recordRes, len(group))
+func (s *Store) commitGroup(group []writeReq) {
+	results := make([]writeRes, len(group))
 	// The test knob refuses before anything is written: a write error
 	// (counted, readiness false until a write commits), not a failed commit,
 	// so the store recovers once the knob is removed.
@@ -76,31 +89,50 @@ func (s *Store) commitGroup(group []recordReq) {
 	if err != nil {
 		s.db.writeFailed(err)
 	} else {
-		err = s.applyGroup(group, results)
+		err = s.db.Update(func(tx *bolt.Tx) error {
+			for i, r := range group {
+				res, err := r.apply(tx)
+				if err != nil {
+					return err
+				}
+				results[i] = res
+			}
+			return nil
+		})
 	}
 	for i, r := range group {
 		if err != nil {
-			results[i] = recordRes{err: fmt.Errorf("record batch %s: %w", r.n.BatchID, err)}
+			results[i] = writeRes{err: fmt.Errorf("%s: %w", r.what, err)}
 		}
 		r.done <- results[i]
 	}
 }
 
-// applyGroup applies the group in one transaction, filling in results.
-func (s *Store) applyGroup(group []recordReq, results []recordRes) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		for i, r := range group {
-			created, err := recordTx(tx, r.n)
-			if err != nil {
-				return err
-			}
-			results[i].created = created
-			if created {
-				tx.OnCommit(s.notify)
-			}
+// write hands apply to the group-commit writer and waits for its commit.
+// When ctx ends first it returns ErrSlowCommit: if the writer had taken the
+// request, it is committed all the same.
+func (s *Store) write(ctx context.Context, what string, apply func(tx *bolt.Tx) (writeRes, error)) writeRes {
+	done := make(chan writeRes, 1)
+	select {
+	case s.records <- writeReq{apply: apply, what: what, done: done}:
+	case <-s.quit:
+		return writeRes{err: fmt.Errorf("%s: %w", what, ErrClosed)}
+	case <-ctx.Done():
+		return writeRes{err: fmt.Errorf("%s: not begun: %w (%w)", what, ErrSlowCommit, context.Cause(ctx))}
+	}
+	select {
+	case res := <-done:
+		return res
+	case <-ctx.Done():
+		return writeRes{err: fmt.Errorf("%s: its commit goes on: %w (%w)", what, ErrSlowCommit, context.Cause(ctx))}
+	case <-s.writerDone:
+		select { // the writer may have answered just before it stopped
+		case res := <-done:
+			return res
+		default:
+			return writeRes{err: fmt.Errorf("%s: %w", what, ErrClosed)}
 		}
-		return nil
-	})
+	}
 }
 
 // Record stores the first accepted batch.completed for n.BatchID and makes
@@ -108,21 +140,27 @@ func (s *Store) applyGroup(group []recordReq, results []recordRes) error {
 // callers. It returns false when the batch was already recorded (a
 // concurrent delivery won the race); the stored record is then unchanged.
 func (s *Store) Record(n Notification) (bool, error) {
-	done := make(chan recordRes, 1)
-	select {
-	case s.records <- recordReq{n: n, done: done}:
-	case <-s.quit:
-		return false, ErrClosed
-	}
-	select {
-	case res := <-done:
-		return res.created, res.err
-	case <-s.writerDone:
-		select { // the writer may have answered just before it stopped
-		case res := <-done:
-			return res.created, res.err
-		default:
-			return false, ErrClosed
+	return s.RecordContext(context.Background(), n)
+}
+
+// RecordContext is Record for a caller with a deadline: when ctx ends
+// before the commit returns it returns ErrSlowCommit, and the record may
+// still be committed.
+func (s *Store) RecordContext(ctx context.Context, n Notification) (bool, error) {
+	res := s.write(ctx, "record batch "+n.BatchID, func(tx *bolt.Tx) (writeRes, error) {
+		created, err := recordTx(tx, n)
+		if err != nil || !created {
+			return writeRes{}, err
 		}
-	}
+		s.db.mark(tx, lookupKey(bucketBatches, n.BatchID))
+		tx.OnCommit(s.notify)
+		return writeRes{created: true}, nil
+	})
+	return res.created, res.err
+}
+
+// lookupKey is the key a webhook's lookup of id in bucket waits on
+// (durableDB.mark and settled).
+func lookupKey(bucket []byte, id string) string {
+	return string(bucket) + "\x00" + id
 }

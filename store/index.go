@@ -87,7 +87,9 @@ func setState(tx *bolt.Tx, b *Batch, to State) error {
 	b.State = to
 	// Membership follows the new state (and whether a notification is
 	// recorded, so set b.Notification first); Delete of an absent key
-	// writes nothing.
+	// writes nothing. A change that makes the batch known (Known) must be
+	// marked by its caller (durableDB.mark): RecordContext and
+	// PurgeRecords do.
 	aw := tx.Bucket(bucketAwaiting)
 	if b.awaitingNotification() {
 		return aw.Put([]byte(b.ID), nil)

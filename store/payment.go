@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -148,10 +149,18 @@ func (s *Store) notifyPayments(sink string) {
 }
 
 // PaymentKnown looks dedupKey up in a read transaction: the seq of the
-// event logged under it, and whether there is one. A "known" answer waits
-// until the commit that logged it is durable, so a duplicate reply never
-// promises an event that a failing commit may lose.
+// event logged under it, and whether there is one. A "known" answer logged
+// by the commit under way waits until that commit has returned, so a
+// duplicate reply never promises an event that a failing commit may lose;
+// it waits for no other commit (durable.go).
 func (s *Store) PaymentKnown(dedupKey string) (uint64, bool, error) {
+	return s.PaymentKnownContext(context.Background(), dedupKey)
+}
+
+// PaymentKnownContext is PaymentKnown for a caller with a deadline:
+// ErrSlowCommit when ctx ends before the commit that logged the event has
+// returned.
+func (s *Store) PaymentKnownContext(ctx context.Context, dedupKey string) (uint64, bool, error) {
 	var seq uint64
 	snap, err := s.db.viewAt(func(tx *bolt.Tx) error {
 		if v := tx.Bucket(bucketPaymentDedup).Get([]byte(dedupKey)); v != nil {
@@ -160,7 +169,7 @@ func (s *Store) PaymentKnown(dedupKey string) (uint64, bool, error) {
 		return nil
 	})
 	if err == nil && seq != 0 {
-		err = s.db.waitDurable(snap)
+		err = s.db.settled(ctx, lookupKey(bucketPaymentDedup, dedupKey), snap)
 	}
 	if err != nil {
 		return 0, false, fmt.Errorf("look up payment event: %w", err)
@@ -169,46 +178,57 @@ func (s *Store) PaymentKnown(dedupKey string) (uint64, bool, error) {
 }
 
 // RecordPayment appends e with its body raw to the log, in one durable
-// transaction, unless an event with the same DedupKey is logged already:
-// then it writes nothing and returns that event's seq and false. e.Seq is
-// assigned here. The payment sinks are woken after the commit. raw is
-// copied, so the caller may reuse its buffer once this returns.
+// transaction shared with concurrent callers (the group commit), unless an
+// event with the same DedupKey is logged already: then it writes nothing
+// and returns that event's seq and false. e.Seq is assigned here, in the
+// order the events reach the group commit. The payment sinks are woken
+// after the commit. raw is copied, so the caller may reuse its buffer once
+// this returns.
 func (s *Store) RecordPayment(e PaymentEvent, raw []byte) (seq uint64, created bool, err error) {
+	return s.RecordPaymentContext(context.Background(), e, raw)
+}
+
+// RecordPaymentContext is RecordPayment for a caller with a deadline: when
+// ctx ends before the commit returns it returns ErrSlowCommit, and the
+// event may still be logged (a retry then finds it).
+func (s *Store) RecordPaymentContext(ctx context.Context, e PaymentEvent, raw []byte) (seq uint64, created bool, err error) {
 	if e.DedupKey == "" {
 		return 0, false, errors.New("record payment event: empty dedup key")
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	res := s.write(ctx, "record payment event", s.appendPayment(e, bytes.Clone(raw))) // the commit may outlive the caller's wait
+	return res.seq, res.created, res.err
+}
+
+// appendPayment is RecordPayment's write in the group's transaction.
+func (s *Store) appendPayment(e PaymentEvent, raw []byte) func(tx *bolt.Tx) (writeRes, error) {
+	return func(tx *bolt.Tx) (writeRes, error) {
 		dedup := tx.Bucket(bucketPaymentDedup)
 		if v := dedup.Get([]byte(e.DedupKey)); v != nil {
-			seq = binary.BigEndian.Uint64(v)
-			return nil
+			return writeRes{seq: binary.BigEndian.Uint64(v)}, nil
 		}
 		events := tx.Bucket(bucketPaymentEvents)
 		n, err := events.NextSequence()
 		if err != nil {
-			return err
+			return writeRes{}, err
 		}
-		e.Seq, seq, created = n, n, true
+		e.Seq = n
 		e.BodyLen = len(raw)
 		events.FillPercent = 1 // append-only: keys only grow
 		if err := putPaymentEvent(tx, &e); err != nil {
-			return err
+			return writeRes{}, err
 		}
 		bodies := tx.Bucket(bucketPaymentBodies)
 		bodies.FillPercent = 1
-		if err := bodies.Put(seqKey(n), bytes.Clone(raw)); err != nil {
-			return err
+		if err := bodies.Put(seqKey(n), raw); err != nil {
+			return writeRes{}, err
 		}
 		if err := dedup.Put([]byte(e.DedupKey), seqKey(n)); err != nil {
-			return err
+			return writeRes{}, err
 		}
+		s.db.mark(tx, lookupKey(bucketPaymentDedup, e.DedupKey))
 		tx.OnCommit(func() { s.notifyPayments("") })
-		return nil
-	})
-	if err != nil {
-		return 0, false, fmt.Errorf("record payment event: %w", err)
+		return writeRes{seq: n, created: true}, nil
 	}
-	return seq, created, nil
 }
 
 // PaymentEvent returns the metadata of event seq, or ErrNotFound.

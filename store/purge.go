@@ -300,8 +300,14 @@ func (s *Store) PurgeRecords(before time.Time, after string, limit int, now time
 			if finished.After(before) {
 				continue
 			}
+			awaiting := b.awaitingNotification()
 			if err := reduceRecord(tx, b, now); err != nil {
 				return err
+			}
+			if awaiting && !b.awaitingNotification() {
+				// Abandoned before any batch.completed, now purged: a
+				// late notification is a duplicate from this commit on.
+				s.db.mark(tx, lookupKey(bucketBatches, b.ID))
 			}
 			if err := idx.Delete(k); err != nil {
 				return err

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,9 +14,15 @@ import (
 // batch batchhook submitted or tracks, still waiting for one, is not
 // known; nor is one abandoned before any was recorded). It runs in a read
 // transaction: answering a duplicate delivery never costs a write (an empty
-// write transaction still fsyncs). A "known" read from a commit that has
-// not returned yet waits for it (durable.go).
+// write transaction still fsyncs). A "known" written by the commit under
+// way waits for it to return (durable.go).
 func (s *Store) Known(id string) (bool, error) {
+	return s.KnownContext(context.Background(), id)
+}
+
+// KnownContext is Known for a caller with a deadline: ErrSlowCommit when
+// ctx ends before the commit that recorded the batch has returned.
+func (s *Store) KnownContext(ctx context.Context, id string) (bool, error) {
 	var known bool
 	snap, err := s.db.viewAt(func(tx *bolt.Tx) error {
 		known = tx.Bucket(bucketBatches).Get([]byte(id)) != nil && tx.Bucket(bucketAwaiting).Get([]byte(id)) == nil
@@ -23,8 +30,8 @@ func (s *Store) Known(id string) (bool, error) {
 	})
 	if err == nil && known {
 		// Never a duplicate for a record whose commit is still syncing
-		// (or then fails): wait for it to return.
-		err = s.db.waitDurable(snap)
+		// (or then fails): wait for that commit, and only for it.
+		err = s.db.settled(ctx, lookupKey(bucketBatches, id), snap)
 	}
 	if err != nil {
 		return false, fmt.Errorf("look up batch %s: %w", id, err)
@@ -66,38 +73,59 @@ func recordTx(tx *bolt.Tx, n Notification) (bool, error) {
 // Quarantine keeps a signed but invalid delivery. An entry with the same
 // body hash is kept once; the call then writes nothing.
 func (s *Store) Quarantine(q Quarantined) error {
-	return s.putOnce(bucketQuarantine, q.ID, q)
+	return s.QuarantineContext(context.Background(), q)
+}
+
+// QuarantineContext is Quarantine for a caller with a deadline
+// (ErrSlowCommit, as RecordContext).
+func (s *Store) QuarantineContext(ctx context.Context, q Quarantined) error {
+	return s.putOnce(ctx, bucketQuarantine, q.ID, q)
 }
 
 // Audit keeps a signed delivery of another event. An identical body is kept
 // once; the call then writes nothing.
 func (s *Store) Audit(e AuditEvent) error {
-	return s.putOnce(bucketEvents, e.ID, e)
+	return s.AuditContext(context.Background(), e)
 }
 
-func (s *Store) putOnce(bucket []byte, id string, v any) error {
+// AuditContext is Audit for a caller with a deadline (ErrSlowCommit, as
+// RecordContext).
+func (s *Store) AuditContext(ctx context.Context, e AuditEvent) error {
+	return s.putOnce(ctx, bucketEvents, e.ID, e)
+}
+
+// putOnce keeps v under id in bucket unless an entry is there: a
+// webhook's write, through the group commit. An entry found was perhaps
+// written by the commit under way; then it waits for that one.
+func (s *Store) putOnce(ctx context.Context, bucket []byte, id string, v any) error {
+	key := lookupKey(bucket, id)
 	var exists bool
-	if err := s.db.View(func(tx *bolt.Tx) error {
+	snap, err := s.db.viewAt(func(tx *bolt.Tx) error {
 		exists = tx.Bucket(bucket).Get([]byte(id)) != nil
 		return nil
-	}); err != nil || exists {
-		return err
+	})
+	if err == nil && exists {
+		err = s.db.settled(ctx, key, snap)
+	}
+	if err != nil {
+		return fmt.Errorf("look up %s entry: %w", bucket, err)
+	}
+	if exists {
+		return nil
 	}
 	data, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode %s entry: %w", bucket, err)
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	res := s.write(ctx, fmt.Sprintf("store %s entry", bucket), func(tx *bolt.Tx) (writeRes, error) {
 		b := tx.Bucket(bucket)
 		if b.Get([]byte(id)) != nil {
-			return nil
+			return writeRes{}, nil
 		}
-		return b.Put([]byte(id), data)
+		s.db.mark(tx, key)
+		return writeRes{created: true}, b.Put([]byte(id), data)
 	})
-	if err != nil {
-		return fmt.Errorf("store %s entry: %w", bucket, err)
-	}
-	return nil
+	return res.err
 }
 
 // GetQuarantined returns the quarantine entry id, or ErrNotFound.

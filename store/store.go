@@ -5,7 +5,9 @@
 //
 // Every exported method is one transaction. Writes are committed with
 // fsync before the method returns, so a caller that replies 2xx after a nil
-// error has made the batch durable.
+// error has made the batch durable. The webhooks' methods that take a
+// context may return ErrSlowCommit first, promising nothing (their write
+// goes on; group.go).
 package store
 
 import (
@@ -59,7 +61,7 @@ type Store struct {
 	pollWake   chan struct{}
 
 	// The group-commit writer (group.go).
-	records    chan recordReq
+	records    chan writeReq
 	quit       chan struct{}
 	writerDone chan struct{}
 	closeOnce  sync.Once
@@ -134,7 +136,7 @@ func open(dir string, lockTimeout time.Duration, openFile func(string, int, os.F
 		db.Close()
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	s := &Store{db: ddb, wake: make(chan struct{}, 1), submitWake: make(chan struct{}, 1), pollWake: make(chan struct{}, 1), records: make(chan recordReq, maxGroup),
+	s := &Store{db: ddb, wake: make(chan struct{}, 1), submitWake: make(chan struct{}, 1), pollWake: make(chan struct{}, 1), records: make(chan writeReq, maxGroup),
 		quit: make(chan struct{}), writerDone: make(chan struct{}), migrated: migrated}
 	go s.writer()
 	return s, nil

@@ -40,11 +40,18 @@ type tracer struct {
 // is missing or may not attach (ptrace refused).
 func attachStrace(t *testing.T, pid int, inject string) *tracer {
 	t.Helper()
+	return attachStraceArgs(t, pid, "-e", "trace=fdatasync,pwrite64", "-e", "inject="+inject)
+}
+
+// attachStraceArgs is attachStrace with strace's filter and tampering
+// given as its arguments (e.g. -P PATH, -e trace=fsync, -e inject=...).
+func attachStraceArgs(t *testing.T, pid int, args ...string) *tracer {
+	t.Helper()
 	path, err := exec.LookPath("strace")
 	if err != nil {
 		t.Skip("strace is not installed: the fsync fault-injection test needs it (.ci/run installs it)")
 	}
-	cmd := exec.Command(path, "-f", "-p", fmt.Sprint(pid), "-e", "trace=fdatasync,pwrite64", "-e", "inject="+inject)
+	cmd := exec.Command(path, append([]string{"-f", "-p", fmt.Sprint(pid)}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -34,11 +34,18 @@
 // disk.
 //
 // A line cannot be trusted while only the page cache holds it: a line the
-// tail check finds was perhaps written by an attempt that failed before
-// its fsync. So the first time this process appends to a file (and after
-// any error on it) the sink fsyncs the file and the directory before it
-// skips or appends anything; afterwards it knows what it last synced
-// (device, inode, size) and checks only that nothing changed under it.
+// tail check finds was perhaps written by an attempt whose fsync failed, and
+// after an fsync error a later fsync of the same file returning 0 proves
+// nothing (rewrite.go says why). So a day file this process does not trust
+// (its first touch by this process, or any error on it) is rewritten before
+// the sink skips or appends anything: its whole lines are copied to a new
+// file, fsynced, renamed over it, and the directory fsynced. A crash
+// between a failed fsync and the rewrite is covered the same way, since the
+// next process's first touch rewrites. Afterwards the sink knows what it
+// last synced (device, inode, size) and checks only that nothing changed
+// under it. The cost is one copy of a day file per process start, for each
+// day it appends to (normally today's, and yesterday's around midnight),
+// and one after each error on that file.
 package filesink
 
 import (
@@ -72,8 +79,9 @@ const (
 type Sink struct {
 	root string
 	mu   sync.Mutex
-	// known is what this process last synced in each day file it wrote;
-	// an entry is dropped on any error on that file.
+	// known is what this process last synced in each day file it wrote
+	// or rewrote: the files it trusts. An entry is dropped on any error on
+	// that file, which is then rewritten before its next append.
 	known map[string]fileState
 	// erased holds the seqs whose lines DropLines removed in this process.
 	// The dispatcher may have read such an event (with its body) before
@@ -84,6 +92,9 @@ type Sink struct {
 	// beforeSync, when set (tests), runs after a day's lines are written
 	// and before they are fsynced; an error stands for a crash there.
 	beforeSync func(day string) error
+	// syncFile, when set (tests), stands for the fsync of a day file, so a
+	// test can make it fail as a disk would.
+	syncFile func(f *os.File) error
 }
 
 // fileState identifies a day file as this process left it.
@@ -201,27 +212,38 @@ func (s *Sink) append(ctx context.Context, ps []sink.Payment) (int, sink.Result)
 const kindErased = "body_dropped"
 
 // appendDay writes the events of ps (all of day) that the file does not
-// hold yet, then fsyncs it, and the directory when the file is new or
-// was not this process's to trust.
+// hold yet, then fsyncs it, and the directory when the file is new. A file
+// this process does not trust is rewritten first (see the package doc).
 func (s *Sink) appendDay(dir *os.File, day string, ps []sink.Payment) error {
-	f, created, err := openFileAt(dir, day+fileExt, os.O_RDWR|os.O_CREATE)
+	name := day + fileExt
+	f, created, err := openFileAt(dir, name, os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { f.Close() }() // f may become the rewritten file
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return fmt.Errorf("stat %s: %w", f.Name(), err)
 	}
 	fs := fileState{dev: uint64(st.Dev), ino: st.Ino, size: st.Size}
 	syncDir := created
-	if k, ok := s.known[day]; ok && k.dev == fs.dev && k.ino == fs.ino && k.size == fs.size {
+	switch k, ok := s.known[day]; {
+	case ok && k.dev == fs.dev && k.ino == fs.ino && k.size == fs.size:
 		fs.last = k.last
-	} else {
-		if fs.size, fs.last, err = recoverTail(f, fs.size); err != nil {
+	case fs.size == 0:
+		// New, or empty: no line to prove. The file and its name are
+		// synced below.
+		syncDir = true
+	default:
+		if _, err := tailSeq(f, fs.size); err != nil {
+			return err // a last line not the sink's: refused before any copy
+		}
+		nf, nfs, _, err := s.rewrite(dir, name, f, fs.size, nil, true)
+		if err != nil {
 			return err
 		}
-		syncDir = true
+		f.Close()
+		f, fs = nf, nfs
 	}
 	var buf bytes.Buffer
 	last := fs.last
@@ -244,7 +266,7 @@ func (s *Sink) appendDay(dir *os.File, day string, ps []sink.Payment) error {
 		}
 	}
 	if buf.Len() > 0 || syncDir {
-		if err := f.Sync(); err != nil {
+		if err := s.sync(f); err != nil {
 			return fmt.Errorf("sync %s: %w", f.Name(), err)
 		}
 	}
@@ -255,11 +277,34 @@ func (s *Sink) appendDay(dir *os.File, day string, ps []sink.Payment) error {
 	}
 	fs.size += int64(buf.Len())
 	fs.last = last
-	if len(s.known) > 8 { // a handful of recent days is all that is ever written
-		clear(s.known)
-	}
-	s.known[day] = fs
+	s.remember(day, fs)
 	return nil
+}
+
+// maxKnown bounds the files remembered as trusted: a handful of recent
+// days is all that is ever written. Forgetting one costs a rewrite of it
+// at its next append.
+const maxKnown = 8
+
+// remember notes fs as what this process last synced in day's file,
+// forgetting the oldest day when there are too many.
+func (s *Sink) remember(day string, fs fileState) {
+	s.known[day] = fs
+	if len(s.known) > maxKnown {
+		oldest := day
+		for d := range s.known {
+			oldest = min(oldest, d)
+		}
+		delete(s.known, oldest)
+	}
+}
+
+// sync fsyncs a day file (through syncFile in tests).
+func (s *Sink) sync(f *os.File) error {
+	if s.syncFile != nil {
+		return s.syncFile(f)
+	}
+	return f.Sync()
 }
 
 // DayOf returns the day file an event received at t goes to: its UTC
@@ -274,3 +319,7 @@ func local(err error) sink.Result {
 // {"seq":N, so the sink cannot tell what the file holds. It retries (an
 // operator moves the file away); it never guesses.
 var errCorrupt = errors.New("its last line does not start with {\"seq\":N,; move the file away for the sink to go on")
+
+// errDamaged: a day file the sink was to rewrite before trusting it holds a
+// line that is not the sink's (see rewrite). It retries, as for errCorrupt.
+var errDamaged = errors.New("a line is not the sink's (not {\"seq\":N,…} with N growing, or NUL bytes: a write lost to a disk error?); move the file away for the sink to go on")

@@ -288,11 +288,15 @@ func TestDropLinesRewritesOnlyAffectedFiles(t *testing.T) {
 	if len(ents) != 3 {
 		t.Errorf("directory holds %d entries (a temporary file left?)", len(ents))
 	}
-	// Appends go on after a rewrite (the sink no longer trusts what it
-	// knew of the file).
+	// Appends go on after a rewrite, to the new file: this process synced
+	// it, so it is not copied again.
+	rewritten := inode(t, filepath.Join(root, Dir, "2026-11-24.ndjson"))
 	deliver(t, s, pay(t, 6, d1))
 	if got := seqsIn(t, root, "2026-11-24"); !equal(got, []uint64{3, 6}) {
 		t.Errorf("2026-11-24 after appends: %v", got)
+	}
+	if got := inode(t, filepath.Join(root, Dir, "2026-11-24.ndjson")); got != rewritten {
+		t.Errorf("the append after DropLines rewrote the file again (inode %d, then %d)", rewritten, got)
 	}
 }
 

@@ -1,7 +1,6 @@
 package filesink
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -17,19 +16,13 @@ import (
 // The erasure and the purge change the day files through these methods
 // only; each holds the sink's lock, so it never interleaves with an append.
 
-// tmpPrefix marks DropLines's temporary files; Days ignores them and a
-// leftover one (a crash during a rewrite) is replaced by the next rewrite.
-const tmpPrefix = ".tmp-"
-
 // DropLines removes the lines of the events seqs from every day file that
 // holds one (the erasure of a person's data, issue 12). Each affected file
-// is rewritten whole: the kept lines go to a temporary file in the same
-// directory, which is fsynced and renamed over the day file, then the
-// directory is fsynced, so a crash leaves the old file or the new one,
-// never a mix. A partial last line left by a crash is dropped with them
-// (its event was not delivered: the sink writes it again). It reads every
-// day file, since a line's day is not known from its seq; erasures are
-// rare. It returns how many lines it removed.
+// is rewritten whole (rewrite.go), so a crash leaves the old file or the
+// new one, never a mix. A partial last line left by a crash is dropped with
+// them (its event was not delivered: the sink writes it again). It reads
+// every day file, since a line's day is not known from its seq; erasures
+// are rare. It returns how many lines it removed.
 func (s *Sink) DropLines(ctx context.Context, seqs []uint64) (int, error) {
 	if len(seqs) == 0 {
 		return 0, nil
@@ -67,7 +60,10 @@ func (s *Sink) DropLines(ctx context.Context, seqs []uint64) (int, error) {
 }
 
 // rewriteDay rewrites day's file without the lines of drop, when it holds
-// any; it returns how many it removed.
+// any; it returns how many it removed. A line that is not the sink's is
+// copied as it is (the erasure must not wait for an operator), but then the
+// new file is not trusted: the next append checks it again. Otherwise this
+// process synced the new file, so appends trust it.
 func (s *Sink) rewriteDay(dir *os.File, day string, drop map[uint64]bool) (int, error) {
 	name := day + fileExt
 	f, _, err := openFileAt(dir, name, os.O_RDONLY)
@@ -78,69 +74,24 @@ func (s *Sink) rewriteDay(dir *os.File, day string, drop map[uint64]bool) (int, 
 		return 0, err
 	}
 	defer f.Close()
-	n, err := scanLines(f, drop, io.Discard)
-	if err != nil || n == 0 {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("stat %s: %w", f.Name(), err)
+	}
+	sc, err := scanLines(io.NewSectionReader(f, 0, st.Size()), drop, io.Discard)
+	if err != nil || sc.dropped == 0 {
 		return 0, err
 	}
 	delete(s.known, day)
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return 0, err
-	}
-	tmp := tmpPrefix + name
-	if err := unix.Unlinkat(int(dir.Fd()), tmp, 0); err != nil && !errors.Is(err, unix.ENOENT) {
-		return 0, fmt.Errorf("remove a leftover %s: %w", tmp, err)
-	}
-	out, _, err := openFileAt(dir, tmp, os.O_WRONLY|os.O_CREATE)
+	out, fs, n, err := s.rewrite(dir, name, f, st.Size(), drop, false)
 	if err != nil {
 		return 0, err
 	}
-	w := bufio.NewWriterSize(out, 64<<10)
-	_, err = scanLines(f, drop, w)
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = out.Sync()
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = unix.Renameat(int(dir.Fd()), tmp, int(dir.Fd()), name)
-	}
-	if err == nil {
-		err = dir.Sync()
-	}
-	if err != nil {
-		_ = unix.Unlinkat(int(dir.Fd()), tmp, 0)
-		return 0, fmt.Errorf("rewrite: %w", err)
+	out.Close()
+	if sc.damaged == 0 {
+		s.remember(day, fs)
 	}
 	return n, nil
-}
-
-// scanLines copies r's whole lines to w, except those whose seq is in
-// drop and a last line without its "\n"; it returns how many it left out
-// (the partial line not counted).
-func scanLines(r io.Reader, drop map[uint64]bool, w io.Writer) (int, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	n := 0
-	for {
-		line, err := br.ReadBytes('\n')
-		if errors.Is(err, io.EOF) {
-			return n, nil // a partial last line (or none) is left out
-		}
-		if err != nil {
-			return n, err
-		}
-		seq, ok := lineSeq(line)
-		if ok && drop[seq] {
-			n++
-			continue
-		}
-		if _, err := w.Write(line); err != nil {
-			return n, err
-		}
-	}
 }
 
 // Days returns the UTC midnight of every day that has a day file, oldest
