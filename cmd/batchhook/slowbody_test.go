@@ -188,7 +188,7 @@ func TestSlowBodiesKeepMemoryBoundedAndGenuineDeliveriesFast(t *testing.T) {
 	if err := <-errs; err != nil {
 		t.Fatalf("open slow connection %d: %v", len(held), err)
 	}
-	waitUntil(t, 5*time.Second, func() bool { return openFDs(pid) >= baseFDs+conns-5 }, fmt.Sprintf("daemon accepted every slow connection (%d fds, base %d)", openFDs(pid), baseFDs))
+	waitUntil(t, waitBound, func() bool { return openFDs(pid) >= baseFDs+conns-5 }, fmt.Sprintf("daemon accepted every slow connection (%d fds, base %d)", openFDs(pid), baseFDs))
 	opened := time.Since(start)
 	// Let the handlers reach their wait; the reading peaks here.
 	time.Sleep(500 * time.Millisecond)
@@ -213,7 +213,7 @@ func TestSlowBodiesKeepMemoryBoundedAndGenuineDeliveriesFast(t *testing.T) {
 	}
 	// The senders stay stalled: the daemon's 10 s read timeout ends them,
 	// as it would a real attack's.
-	waitUntil(t, 15*time.Second, func() bool { return openFDs(pid) <= baseFDs+5 }, "the daemon did not let the stalled connections go at its read timeout")
+	waitUntil(t, waitBound, func() bool { return openFDs(pid) <= baseFDs+5 }, "the daemon did not let the stalled connections go at its read timeout")
 	closed := procStatus(t, pid, "VmRSS")
 	peak := procStatus(t, pid, "VmHWM")
 	for _, c := range held {
