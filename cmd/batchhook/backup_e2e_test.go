@@ -260,6 +260,7 @@ func TestRestoreReportsExportsOutOfStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.waitExport(t, before, d, 20*time.Second)
+	waitExportedLine(t, d, before) // the backup must hold it exported, which the store records after the manifest
 	file := filepath.Join(t.TempDir(), "snap.db")
 	if _, stderr, code := runCLI(t, d, 30*time.Second, "backup", file); code != 0 {
 		t.Fatalf("backup: %s", stderr)

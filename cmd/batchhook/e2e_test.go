@@ -85,7 +85,7 @@ func startBinary(t *testing.T, bin, addr string, env map[string]string) *daemonP
 	p := &daemonProc{cmd: cmd, out: out, addr: addr, done: make(chan error, 1)}
 	go func() { p.done <- cmd.Wait() }()
 	t.Cleanup(func() { p.kill() })
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(waitBound)
 	for time.Now().Before(deadline) {
 		if strings.Contains(out.String(), `"event":"started"`) {
 			m := regexp.MustCompile(`"admin_addr":"([^"]+)"`).FindStringSubmatch(out.String())
@@ -122,7 +122,7 @@ func (p *daemonProc) stop(t *testing.T) {
 		if err != nil {
 			t.Fatalf("batchhook did not stop cleanly: %v\n%s", err, p.out.String())
 		}
-	case <-time.After(20 * time.Second):
+	case <-time.After(2 * waitBound): // the daemon's own stop may take 2×ShutdownTimeout
 		t.Fatalf("batchhook did not stop on SIGTERM")
 	}
 }
@@ -284,6 +284,9 @@ func TestServeExportsEveryOutcomeAndReplayIsANoOp(t *testing.T) {
 		t.Fatalf("replay: %d %v", code, reply)
 	}
 	time.Sleep(300 * time.Millisecond) // give a wrongly woken worker time to act
+	// Then stop: what such a worker did up to the stop counts too, and the
+	// log is whole once the daemon has exited.
+	d.stop(t)
 	after, _ := os.Stat(filepath.Join(s.exports, ids[0], export.ManifestFile))
 	if s.sim.Stats().PagesServed != pages || !after.ModTime().Equal(before.ModTime()) {
 		t.Fatal("a replay caused a refetch or rewrote the export")
@@ -301,7 +304,6 @@ func TestServeExportsEveryOutcomeAndReplayIsANoOp(t *testing.T) {
 			t.Fatalf("logs contain %q", leak)
 		}
 	}
-	d.stop(t)
 }
 
 func TestKilledBetweenPagesResumesWithoutDuplicates(t *testing.T) {
@@ -371,24 +373,56 @@ func TestFetchAbsorbsEachProviderFault(t *testing.T) {
 					return strings.Count(d.out.String(), `"event":"webhook_duplicate"`) >= c.faults.DuplicateDeliveries
 				})
 				waitFor(t, func() bool { return strings.Contains(d.out.String(), `"event":"batch_exported"`) })
-				if n := strings.Count(d.out.String(), `"event":"batch_exported"`); n != 1 {
-					t.Fatalf("batch exported %d times", n)
-				}
 			}
 			d.stop(t)
+			// Once the daemon is gone: a second export would have been
+			// logged by then.
+			if n := strings.Count(d.out.String(), `"event":"batch_exported"`); c.faults.DuplicateDeliveries > 0 && n != 1 {
+				t.Fatalf("batch exported %d times", n)
+			}
 		})
 	}
 }
 
+// waitBound bounds the waits for the daemon: only a failure takes that
+// long, so it leaves a loaded machine room (the suite runs beside others).
+const waitBound = 30 * time.Second
+
+// waitFor waits until cond holds, for at most waitBound.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waitBound)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 10s")
+			t.Fatalf("condition not met in %s", waitBound)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// waitLogLine waits until some line of d's log holds every one of want.
+// A line the daemon writes before it answers a request, or before a file
+// or state the test waited for, is not yet in d.out for sure: the test
+// reads the daemon's output through a pipe and a copying goroutine, which
+// may run after the test has the answer.
+func waitLogLine(t *testing.T, d *daemonProc, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(waitBound)
+	for !hasLogLine(d.out.String(), want...) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line holds all of %q within %s:\n%s", want, waitBound, d.out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitExportedLine waits for the batch_exported line of id. The fetcher
+// writes it once the store has the batch exported, which comes after the
+// manifest that waitExport sees is in place: whatever reads the batch's
+// state (the admin API, a backup, the CLI) waits for this first.
+func waitExportedLine(t *testing.T, d *daemonProc, id string) {
+	t.Helper()
+	waitLogLine(t, d, `"event":"batch_exported"`, `"batch_id":"`+id+`"`)
 }
 
 func TestConfigErrorsNameTheVariable(t *testing.T) {

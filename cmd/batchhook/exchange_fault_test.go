@@ -104,7 +104,7 @@ func TestRefetchWithoutRenameExchange(t *testing.T) {
 		if out, errOut, code := runCLI(t, d, 30*time.Second, "batches", "refetch", id); code != 0 {
 			t.Fatalf("refetch: %d %s %s", code, out, errOut)
 		}
-		deadline := time.Now().Add(20 * time.Second)
+		deadline := time.Now().Add(waitBound)
 		for strings.Count(d.out.String(), `"event":"batch_exported"`) < n {
 			if time.Now().After(deadline) {
 				t.Fatalf("refetch %d did not complete:\n%s", n-1, d.out.String())

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,7 +35,8 @@ type tracer struct {
 }
 
 // attachStrace attaches strace to pid (every thread: -f), tracing
-// fdatasync and pwrite64, with inject as its tampering (strace's
+// fdatasync and pwrite64 with the wall-clock time each call began (-ttt),
+// with inject as its tampering (strace's
 // -e inject=, e.g. "fdatasync:error=EIO"). It returns
 // once strace reports the process attached, and skips the test when strace
 // is missing or may not attach (ptrace refused).
@@ -44,14 +46,15 @@ func attachStrace(t *testing.T, pid int, inject string) *tracer {
 }
 
 // attachStraceArgs is attachStrace with strace's filter and tampering
-// given as its arguments (e.g. -P PATH, -e trace=fsync, -e inject=...).
+// given as its arguments (e.g. -P PATH, -e trace=fsync, -e inject=...);
+// every line starts with the time its call began (-ttt).
 func attachStraceArgs(t *testing.T, pid int, args ...string) *tracer {
 	t.Helper()
 	path, err := exec.LookPath("strace")
 	if err != nil {
 		t.Skip("strace is not installed: the fsync fault-injection test needs it (.ci/run installs it)")
 	}
-	cmd := exec.Command(path, append([]string{"-f", "-p", fmt.Sprint(pid)}, args...)...)
+	cmd := exec.Command(path, append([]string{"-f", "-ttt", "-p", fmt.Sprint(pid)}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -132,6 +135,19 @@ func (tr *tracer) detach() {
 // then on, a new read transaction sees the commit, synced or not.
 var metaWrite = regexp.MustCompile(`pwrite64\(\d+, .*, 4096, (0|4096)[,)< ]`)
 
+// traceTime is when the traced call on line began, by strace's clock
+// (-ttt: seconds and microseconds since the epoch).
+func traceTime(t *testing.T, line string) time.Time {
+	t.Helper()
+	m := regexp.MustCompile(`(?:^|\s)(\d+)\.(\d{6}) `).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("no -ttt time in the strace line %q", line)
+	}
+	sec, _ := strconv.ParseInt(m[1], 10, 64)
+	usec, _ := strconv.ParseInt(m[2], 10, 64)
+	return time.Unix(sec, usec*1000)
+}
+
 // delivery is one webhook attempt and when its reply came.
 type delivery struct {
 	code   int
@@ -193,10 +209,13 @@ func TestDuplicateWaitsForTheSlowFsync(t *testing.T) {
 	body := completedBody("b_slow_fsync")
 	first := make(chan delivery, 1)
 	go func() { first <- deliver(s.addr, body, 1) }()
-	if _, ok := tr.wait(metaWrite, 15*time.Second); !ok {
+	line, ok := tr.wait(metaWrite, waitBound)
+	if !ok {
 		t.Fatalf("no meta page write traced:\n%s", tr.text())
 	}
-	metaAt := time.Now()
+	// When the write began by strace's clock, not when this test read the
+	// line: reading strace's output lags on a loaded machine.
+	metaAt := traceTime(t, line)
 	second := deliver(s.addr, body, 2)
 	one := <-first
 	if one.err != nil || one.code != 200 || one.result != "accepted" {
@@ -205,10 +224,11 @@ func TestDuplicateWaitsForTheSlowFsync(t *testing.T) {
 	if second.err != nil || second.code != 200 || second.result != "duplicate" {
 		t.Fatalf("attempt 2: %+v, want 200 duplicate once attempt 1 committed", second)
 	}
-	// The meta page's fdatasync began about when the test saw its pwrite
-	// (metaAt) and lasts delay. A reply up to 250 ms earlier is the lag of
-	// reading strace's output on a loaded machine; the defect answers at
-	// once, a whole delay early.
+	// The meta page's fdatasync began after its pwrite did (metaAt) and
+	// lasts delay: attempt 2's duplicate comes after metaAt+delay. The
+	// defect answers attempt 2 at once, up to a whole delay early (less
+	// the time this test took to see the pwrite and send attempt 2); the
+	// slack is the lag between attempt 1's reply and this test reading it.
 	const slack = 250 * time.Millisecond
 	if early := metaAt.Add(delay).Sub(second.at); early > slack || one.at.Sub(second.at) > slack {
 		t.Fatalf("attempt 2 answered duplicate %s before the commit's fdatasync returned (attempt 1 replied %s after it)",
@@ -245,6 +265,9 @@ func TestFailedFsyncFailsClosedAndRestarts(t *testing.T) {
 	if two.err == nil && two.code/100 == 2 {
 		t.Fatalf("attempt 2 after a failed commit: %d %s, want no 2xx", two.code, two.result)
 	}
+	// strace may print the line after the 503 reached this test: wait for
+	// it (or for strace's end, with the daemon's).
+	tr.wait(regexp.MustCompile(`INJECTED`), waitBound)
 	trace := tr.text()
 	if i, j := metaWriteIndex(trace), strings.Index(trace, "INJECTED"); i < 0 || j < i {
 		t.Fatalf("the injected EIO did not hit the meta page's fdatasync:\n%s", trace)
@@ -256,8 +279,8 @@ func TestFailedFsyncFailsClosedAndRestarts(t *testing.T) {
 		if !errors.As(err, &ee) || ee.ExitCode() == 0 {
 			t.Fatalf("daemon exit after a failed commit: %v, want non-zero", err)
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatalf("daemon still running 20s after a failed commit:\n%s", d.out.String())
+	case <-time.After(2 * waitBound): // its stop may take 2×ShutdownTimeout
+		t.Fatalf("daemon still running %s after a failed commit:\n%s", 2*waitBound, d.out.String())
 	}
 	if !strings.Contains(d.out.String(), `"event":"store_failed"`) {
 		t.Fatalf("no store_failed event:\n%s", d.out.String())
@@ -314,8 +337,8 @@ func TestDiskFullFailsClosedAndRestarts(t *testing.T) {
 		if !errors.As(err, &ee) || ee.ExitCode() == 0 {
 			t.Fatalf("daemon exit after a failed commit on a full disk: %v, want non-zero", err)
 		}
-	case <-time.After(20 * time.Second):
-		t.Fatalf("daemon still running 20s after a failed commit on a full disk:\n%s", d.out.String())
+	case <-time.After(2 * waitBound): // its stop may take 2×ShutdownTimeout
+		t.Fatalf("daemon still running %s after a failed commit on a full disk:\n%s", 2*waitBound, d.out.String())
 	}
 	out := d.out.String()
 	if !strings.Contains(out, `"event":"store_failed"`) || !strings.Contains(out, "no space left on device") {

@@ -171,7 +171,7 @@ func TestNATSSinkSIGKILLMidDelivery(t *testing.T) {
 	}
 	select {
 	case <-frozen:
-	case <-time.After(20 * time.Second):
+	case <-time.After(waitBound):
 		t.Fatalf("150 messages never reached the subject:\n%s", d.out.String())
 	}
 	time.Sleep(50 * time.Millisecond) // the daemon now waits for an ack that is held back
@@ -192,7 +192,7 @@ func TestNATSSinkSIGKILLMidDelivery(t *testing.T) {
 	s.env["BATCHHOOK_NATS_URL"] = srv.ClientURL()
 	d2 := startDaemon(t, s.addr, s.env)
 	for _, id := range ids {
-		waitDelivered(t, d2, id, "nats", 20*time.Second)
+		waitDelivered(t, d2, id, "nats", waitBound)
 	}
 	msgs := streamMessages(t, st)
 	for _, id := range ids {
@@ -202,10 +202,10 @@ func TestNATSSinkSIGKILLMidDelivery(t *testing.T) {
 		t.Fatalf("the stream holds %d messages, want %d (one per item and one manifest per batch)", len(msgs), want)
 	}
 	t.Logf("published %d messages for %d stored: %d duplicates dropped by the stream's window", seen.Load(), len(msgs), seen.Load()-int64(len(msgs)))
-	if strings.Contains(d2.out.String(), lookupsim.SampleCPFs(1000, 300)[0]) {
+	d2.stop(t)
+	if strings.Contains(d2.out.String(), lookupsim.SampleCPFs(1000, 300)[0]) { // the whole log, the daemon gone
 		t.Fatal("the logs hold a CPF")
 	}
-	d2.stop(t)
 }
 
 // streamMessages reads every message of the stream in order.

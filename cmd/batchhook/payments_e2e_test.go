@@ -92,10 +92,10 @@ func TestPaymentsWebhookEndToEnd(t *testing.T) {
 		!strings.Contains(metrics, `batchhook_payment_events_total{outcome="invalid"} 1`) {
 		t.Fatalf("metrics lack the payment outcomes:\n%s", metrics)
 	}
-	for _, personal := range []string{"52998224725", "Maria", e2ePaySecret} {
+	d.stop(t)
+	for _, personal := range []string{"52998224725", "Maria", e2ePaySecret} { // the whole logs, both daemons gone
 		if strings.Contains(firstLog+d.out.String(), personal) {
 			t.Fatalf("the log holds %q", personal)
 		}
 	}
-	d.stop(t)
 }

@@ -28,16 +28,19 @@ func TestExportPurgedAfterRetentionStaysKnown(t *testing.T) {
 	}
 	m := s.waitExport(t, id, d, 20*time.Second)
 	dir := filepath.Join(s.exports, id)
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(waitBound)
 	for {
 		if _, err := os.Lstat(dir); os.IsNotExist(err) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("export %s still there 15 s after a 2 s retention\n%s", dir, d.out.String())
+			t.Fatalf("export %s still there %s after a 2 s retention\n%s", dir, waitBound, d.out.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// The purger deletes the files, records it, counts it, then logs
+	// export_purged: the line says the purge is complete.
+	waitLogLine(t, d, `"event":"export_purged"`, `"batch_id":"`+id+`"`)
 	out, errOut, code := cli(t, d, "", "batches", "list", "--state", "purged")
 	if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "purged") {
 		t.Fatalf("batches list --state purged = %d\n%s%s", code, out, errOut)
@@ -119,7 +122,7 @@ func TestStartFinishesAPurgeACrashInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := startDaemon(t, s.addr, s.env) // retention at its default: only the interrupted removal is due
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waitBound)
 	for {
 		if _, err := os.Lstat(path); os.IsNotExist(err) {
 			break

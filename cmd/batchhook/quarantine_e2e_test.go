@@ -45,7 +45,7 @@ func TestQuarantineShowByPrefixWithNextStep(t *testing.T) {
 		ids[i] = hex.EncodeToString(sum[:])
 	}
 	batchID := strings.Split(pair[0], `"`)[7]
-	logLine(t, d.out.String(), `"event":"webhook_invalid"`, `"batch_id":"`+batchID+`"`, ids[0])
+	waitLogLine(t, d, `"event":"webhook_invalid"`, `"batch_id":"`+batchID+`"`, ids[0]) // written before the 400, read through a pipe
 
 	// A unique prefix: the first digits up to where the two ids differ, plus one.
 	n := 0

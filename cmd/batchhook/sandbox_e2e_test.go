@@ -72,8 +72,8 @@ func nextHook(t *testing.T, ch <-chan paymentHook) paymentHook {
 	select {
 	case h := <-ch:
 		return h
-	case <-time.After(10 * time.Second):
-		t.Fatal("no verified payment webhook within 10s")
+	case <-time.After(waitBound):
+		t.Fatalf("no verified payment webhook within %s", waitBound)
 		return paymentHook{}
 	}
 }
@@ -318,13 +318,18 @@ func TestSandboxCLIToDaemon(t *testing.T) {
 	// The event and its duplicate both acknowledged by the daemon.
 	waitFor(t, func() bool { st := sim.Stats(); return st.PaymentDeliveriesAcked == 2 })
 	flows := []paymentFlow{{name: "deposit paid", txID: txID[1], event: "transaction.paid", body: sent[0]}}
-	files, err := waitPaymentDayFiles(context.Background(), filepath.Join(data, "exports", demoPaymentsDir), flows, 15*time.Second)
+	files, err := waitPaymentDayFiles(context.Background(), filepath.Join(data, "exports", demoPaymentsDir), flows, waitBound)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, d.out.String())
 	}
 	if st, err := os.Stat(files[0]); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("day file %s: %v %v", files[0], st.Mode(), err)
 	}
+	// Logged before each 200, but read through a pipe: wait for both
+	// lines, then count them in the whole log once the daemon is gone.
+	waitLogLine(t, d, `"event":"payment_accepted"`)
+	waitLogLine(t, d, `"event":"payment_duplicate"`)
+	d.stop(t)
 	logs := d.out.String()
 	if strings.Count(logs, `"event":"payment_accepted"`) != 1 || strings.Count(logs, `"event":"payment_duplicate"`) != 1 {
 		t.Fatalf("want one payment_accepted and one payment_duplicate:\n%s", logs)

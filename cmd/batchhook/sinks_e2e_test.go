@@ -208,7 +208,7 @@ func TestHTTPSinkDeliversSignedPartsInOrder(t *testing.T) {
 	}
 	wantParts := map[string]int{}
 	for i, id := range ids {
-		del := waitDelivered(t, d, id, "http", 15*time.Second)
+		del := waitDelivered(t, d, id, "http", waitBound)
 		parts := checkHTTPDelivery(t, s, recv, id, maxItems)
 		if del.PartsDone != parts {
 			t.Fatalf("batch %s: parts_done %d, want %d", id, del.PartsDone, parts)
@@ -246,13 +246,20 @@ func TestHTTPSinkDeliversSignedPartsInOrder(t *testing.T) {
 	if retried != 2 { // part 2 of the 1,000- and the 800-item batches
 		t.Fatalf("%d retried parts, want 2", retried)
 	}
-	if got := metricValue(t, d, `batchhook_sink_deliveries_total{outcome="delivered",sink="http"}`); got != float64(len(ids)) {
+	// The dispatcher counts a delivery and logs sink_delivered after the
+	// store has it delivered, which is what waitDelivered saw: wait for
+	// the count and the lines.
+	delivered := `batchhook_sink_deliveries_total{outcome="delivered",sink="http"}`
+	waitFor(t, func() bool { return metricValue(t, d, delivered) >= float64(len(ids)) })
+	if got := metricValue(t, d, delivered); got != float64(len(ids)) {
 		t.Fatalf("delivered metric %v, want %d", got, len(ids))
 	}
 	if got := metricValue(t, d, `batchhook_sink_deliveries_total{outcome="retry",sink="http"}`); got != 2 {
 		t.Fatalf("retry metric %v, want 2", got)
 	}
-	logs := d.out.String()
+	waitFor(t, func() bool { return strings.Count(d.out.String(), `"event":"sink_delivered"`) >= len(ids) })
+	d.stop(t)
+	logs := d.out.String() // whole, the daemon gone
 	if n := strings.Count(logs, `"event":"sink_delivered"`); n != len(ids) {
 		t.Fatalf("%d sink_delivered events, want %d", n, len(ids))
 	}
@@ -261,7 +268,6 @@ func TestHTTPSinkDeliversSignedPartsInOrder(t *testing.T) {
 			t.Fatalf("logs contain %q", leak)
 		}
 	}
-	d.stop(t)
 }
 
 // TestHTTPSinkResumesAfterSIGKILLMidPart: the receiver hangs on part 2;
@@ -303,7 +309,7 @@ func TestHTTPSinkResumesAfterSIGKILLMidPart(t *testing.T) {
 	}
 	select {
 	case <-hanging:
-	case <-time.After(15 * time.Second):
+	case <-time.After(waitBound):
 		t.Fatalf("part 2 never arrived:\n%s", d.out.String())
 	}
 	before := len(recv.messages()) // part 1, accepted
@@ -314,7 +320,7 @@ func TestHTTPSinkResumesAfterSIGKILLMidPart(t *testing.T) {
 	d.done <- nil
 
 	d2 := startDaemon(t, s.addr, s.env)
-	del := waitDelivered(t, d2, id, "http", 15*time.Second)
+	del := waitDelivered(t, d2, id, "http", waitBound)
 	if parts := checkHTTPDelivery(t, s, recv, id, maxItems); parts != 3 || del.PartsDone != 3 {
 		t.Fatalf("%d parts, parts_done %d; want 3", parts, del.PartsDone)
 	}
@@ -392,7 +398,7 @@ func TestExecSinkWithoutFileRemovesTheExport(t *testing.T) {
 		ids = append(ids, id)
 	}
 	for _, id := range ids {
-		waitDelivered(t, d, id, "exec", 15*time.Second)
+		waitDelivered(t, d, id, "exec", waitBound)
 		waitFor(t, func() bool {
 			_, err := os.Stat(filepath.Join(s.exports, id))
 			return os.IsNotExist(err)

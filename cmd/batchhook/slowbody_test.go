@@ -188,7 +188,7 @@ func TestSlowBodiesKeepMemoryBoundedAndGenuineDeliveriesFast(t *testing.T) {
 	if err := <-errs; err != nil {
 		t.Fatalf("open slow connection %d: %v", len(held), err)
 	}
-	waitUntil(t, 5*time.Second, func() bool { return openFDs(pid) >= baseFDs+conns-5 }, fmt.Sprintf("daemon accepted every slow connection (%d fds, base %d)", openFDs(pid), baseFDs))
+	waitUntil(t, waitBound, func() bool { return openFDs(pid) >= baseFDs+conns-5 }, fmt.Sprintf("daemon accepted every slow connection (%d fds, base %d)", openFDs(pid), baseFDs))
 	opened := time.Since(start)
 	// Let the handlers reach their wait; the reading peaks here.
 	time.Sleep(500 * time.Millisecond)
@@ -208,12 +208,19 @@ func TestSlowBodiesKeepMemoryBoundedAndGenuineDeliveriesFast(t *testing.T) {
 		}
 	}
 	perConn := (procStatus(t, pid, "VmHWM") - base) / int64(conns)
-	if elapsed := time.Since(start); elapsed > 8*time.Second {
-		t.Fatalf("attack took %s to set up; the 10 s read timeout would end it before it was measured", elapsed)
+	// The figures hold only if every slow connection was still open when
+	// they were read: the daemon's 10 s read timeout (from each accept)
+	// ends them, and opening them all can take most of that on a loaded
+	// machine. Judge that, not the time the set-up took: the descriptors
+	// only go from here, so all of them still open now means the attack
+	// was whole while it was measured.
+	if open := openFDs(pid); open < baseFDs+conns-5 {
+		t.Fatalf("the read timeout ended slow connections before the attack was measured (%d fds, base %d; set up in %s)",
+			open, baseFDs, time.Since(start).Round(time.Millisecond))
 	}
 	// The senders stay stalled: the daemon's 10 s read timeout ends them,
 	// as it would a real attack's.
-	waitUntil(t, 15*time.Second, func() bool { return openFDs(pid) <= baseFDs+5 }, "the daemon did not let the stalled connections go at its read timeout")
+	waitUntil(t, waitBound, func() bool { return openFDs(pid) <= baseFDs+5 }, "the daemon did not let the stalled connections go at its read timeout")
 	closed := procStatus(t, pid, "VmRSS")
 	peak := procStatus(t, pid, "VmHWM")
 	for _, c := range held {

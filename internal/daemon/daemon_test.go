@@ -55,7 +55,7 @@ func TestStartExportStopTwiceAndRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		b, err := d.Batch(id)
 		if err == nil && b.State == store.StateExported {

@@ -59,7 +59,7 @@ func TestKafkaUnreachableBrokerDoesNotStopTheStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ds, err := d.store.Deliveries(id)
 		if err == nil && len(ds) == 1 && ds[0].Attempts > 0 {

@@ -69,7 +69,7 @@ func TestConnectionCapAndDroppedLinesAreWired(t *testing.T) {
 		if code != http.StatusOK {
 			t.Fatalf("after the slot freed: %d", code)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("not served after the slot freed")
 	}
 

@@ -92,7 +92,7 @@ func TestDeliveriesFlowThroughTheDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		b, err := d.Batch(id)
 		if err == nil && b.ExportRemoved {
@@ -213,7 +213,7 @@ func TestARestartResumesAnInterruptedDelivery(t *testing.T) {
 		if got != id {
 			t.Fatalf("delivering %s, want %s", got, id)
 		}
-	case <-time.After(15 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("the delivery did not start")
 	}
 	if err := d.Stop(context.Background()); err != nil {
@@ -230,7 +230,7 @@ func TestARestartResumesAnInterruptedDelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d2.Stop(context.Background())
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ds, err := d2.store.Deliveries(id)
 		if err == nil && len(ds) == 1 && ds[0].State == store.DeliveryDelivered {

@@ -114,7 +114,7 @@ func deliver(t *testing.T, d *Daemon, id string, completedAt time.Time, pad int)
 
 func waitState(t *testing.T, d *Daemon, id string, want store.State) *store.Batch {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		b, err := d.Batch(id)
 		if err == nil && b.State == want {
@@ -179,7 +179,7 @@ func TestStopWaitsForWorkersAndCostsNoAttempt(t *testing.T) {
 	p := &strictProvider{items: 30, delay: 300 * time.Millisecond}
 	d, cfg := wiredDaemon(t, p, nil)
 	deliver(t, d, "b_stop", time.Now(), 0)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for { // wait until the first page is checkpointed and the second is in flight
 		b, _ := d.Batch("b_stop")
 		if b != nil && b.Checkpoint.Pages >= 1 && p.inFlight.Load() > 0 {
