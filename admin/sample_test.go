@@ -61,7 +61,7 @@ func tokenServer(t *testing.T) (*httptest.Server, *testutil.SyncBuffer, *dropped
 	return srv, logs, dropped
 }
 
-// Issue 22 item 1: a stranger without the token chooses the path that
+// A stranger without the token chooses the path that
 // admin_unauthorized quotes. A CPF in it is masked and a huge one is cut,
 // so each line costs a bounded number of bytes, not only the sampler's
 // bounded number of lines.

@@ -19,7 +19,7 @@ func leaksCPF(text string) bool {
 	return false
 }
 
-// Issue 22 items 1 and 2: every value a sender chooses that reaches a log
+// Every value a sender chooses that reaches a log
 // line (a batch_id, a status or key in a refusal reason, an event name,
 // the X-Service-Event header, Content-Encoding) comes out without the CPF
 // it held and at a bounded length; a batch_id that is a CPF is refused and

@@ -21,7 +21,7 @@ var ErrBatchIDIsCPF = errors.New("is a valid CPF (personal data): batch ids are 
 // which that batch's parts would share.
 //
 // An id that is a valid CPF (11 digits with matching check digits, bare or
-// as 000.000.000-00: cpf.Normalize) is refused as well (issue 22). A batch
+// as 000.000.000-00: cpf.Normalize) is refused as well. A batch
 // id is logged in every line about its batch, names a directory, goes into
 // message ids downstream and into the provider's URL, so it must never be
 // personal data. The document shows batch ids only as strings; batchhook

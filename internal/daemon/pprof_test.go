@@ -40,7 +40,7 @@ func TestPprofIsServedOnItsOwnListenerOnly(t *testing.T) {
 	}
 }
 
-// Issue 22 item 3: the profile listener is loopback, but a page in a
+// The profile listener is loopback, but a page in a
 // local browser can reach it through DNS rebinding under its own name; a
 // request whose Host is not a loopback name or address is refused. So is
 // one to the admin API without a token (its only guard is the loopback).

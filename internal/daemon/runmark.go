@@ -10,8 +10,8 @@ import (
 
 // The run marker (internal/runmark) is how a start learns that the run
 // before it did not stop cleanly: a failed commit exits within
-// milliseconds (DECISIONS 31) and a kill at once, too soon for a scrape or
-// a probe, and the counters start again at 0. The daemon writes "running"
+// milliseconds (it does not reopen the database) and a kill at once, too
+// soon for a scrape or a probe, and the counters start again at 0. The daemon writes "running"
 // as soon as it holds the database's lock, records a failed commit the
 // moment it sees one, and records the end of the run when it stops.
 
