@@ -9,7 +9,7 @@ import (
 
 // The payments product (issue 13). Its webhook shares the public listener
 // with batch.completed but has its own path and its own secret: the
-// provider signs each product with a different one (document section 5.2).
+// provider signs each product with a different one (docs/provider-api.md §5.2).
 // Without a payments secret the product is off and its path is 404, so an
 // operator who only uses batches changes nothing.
 

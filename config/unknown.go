@@ -81,7 +81,7 @@ func levenshtein(a, b string) int {
 	return prev[len(b)]
 }
 
-// The provider's limits (document section 8): submissions per minute and
+// The provider's limits (docs/provider-api.md §8): submissions per minute and
 // batches in flight per operator.
 const (
 	ProviderSubmitPerMinute = 10
@@ -106,12 +106,12 @@ func (c *Config) limitWarnings() []Warning {
 	var out []Warning
 	if c.SubmitPerMinute > ProviderSubmitPerMinute {
 		out = append(out, Warning{Event: "limit_above_provider", Variable: Var("SUBMIT_PER_MINUTE"),
-			Message: fmt.Sprintf("%d is above the provider's %d submissions per minute (document section 8): expect 429 replies unless your account allows more",
+			Message: fmt.Sprintf("%d is above the provider's %d submissions per minute (docs/provider-api.md §8): expect 429 replies unless your account allows more",
 				c.SubmitPerMinute, ProviderSubmitPerMinute)})
 	}
 	if c.MaxInFlight > ProviderMaxInFlight {
 		out = append(out, Warning{Event: "limit_above_provider", Variable: Var("MAX_IN_FLIGHT"),
-			Message: fmt.Sprintf("%d is above the provider's %d batches in flight (document section 8): expect 429 replies unless your account allows more",
+			Message: fmt.Sprintf("%d is above the provider's %d batches in flight (docs/provider-api.md §8): expect 429 replies unless your account allows more",
 				c.MaxInFlight, ProviderMaxInFlight)})
 	}
 	return out

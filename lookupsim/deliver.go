@@ -14,7 +14,7 @@ import (
 	"github.com/batchhook/batchhook/internal/signature"
 )
 
-// Webhook headers beyond the signature (document section 2.2).
+// Webhook headers beyond the signature (docs/provider-api.md §2.2).
 const (
 	headerEvent   = "X-Service-Event"
 	headerAttempt = "X-Service-Attempt"

@@ -222,7 +222,7 @@ func bodyError(err error) error {
 	if errors.As(err, &tooBig) {
 		return errTooLarge
 	}
-	return invalidf("body must be one JSON object with the fields of the provider's document 4.4")
+	return invalidf("body must be one JSON object with the fields of docs/provider-api.md §4.4")
 }
 
 // formatAmount renders an amount's digits with exactly two decimal places

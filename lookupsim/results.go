@@ -91,7 +91,7 @@ func profileOf(h [32]byte) *profile {
 	}
 }
 
-// counters are the webhook's totals (document section 2.1).
+// counters are the webhook's totals (docs/provider-api.md §2.1).
 type counters struct {
 	requested, found, notFound int
 }

@@ -23,7 +23,7 @@ import (
 // go, into a pooled buffer of exactly its size. A stalled sender costs a
 // goroutine and net/http's per-connection state, not a body.
 //
-// The provider always sends Content-Length (document section 2.2). A body
+// The provider always sends Content-Length (docs/provider-api.md §2.2). A body
 // of unknown length (chunked) is read the ordinary way, but only
 // unknownLengthSlots at a time, so those cannot pile up either.
 

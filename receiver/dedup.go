@@ -10,7 +10,7 @@ import (
 // How a payment event is recognised when it comes again.
 //
 // The provider retries a delivery that was not acknowledged, and a
-// captured one can be replayed (document sections 5.2 and 6): both carry
+// captured one can be replayed (docs/provider-api.md §5.2 and §6): both carry
 // the very same body. A transaction that changes (pending → paid) is a new
 // event and must be logged, although its id is the same. So the key is
 // made of the fields that together name one state of one transaction

@@ -17,7 +17,7 @@ import (
 
 // The payments webhook (issue 13). The provider's payments product signs
 // its webhooks with the same header, algorithm and encoding as
-// batch.completed, with a secret of its own (document section 2.2), and
+// batch.completed, with a secret of its own (docs/provider-api.md §2.2), and
 // does not show its events' names or bodies. So batchhook proves a
 // delivery genuine exactly as for batches (the shared prologue), requires
 // only that the body be a strict JSON object, and logs it as it is:

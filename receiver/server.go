@@ -27,7 +27,7 @@ import (
 )
 
 // Limits are the listener's deadlines and header cap. The provider gives
-// up on a delivery after 10 s (document section 6), so nothing here needs to
+// up on a delivery after 10 s (docs/provider-api.md §6), so nothing here needs to
 // wait longer; a client that dribbles headers or a body is cut off instead
 // of holding a connection.
 type Limits struct {

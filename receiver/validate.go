@@ -14,10 +14,10 @@ import (
 	"github.com/batchhook/batchhook/store"
 )
 
-// EventCompleted is the one event the provider sends (document section 6).
+// EventCompleted is the one event the provider sends (docs/provider-api.md §6).
 const EventCompleted = "batch.completed"
 
-// MaxBatchCPFs is the provider's limit on CPFs per batch (document section 8).
+// MaxBatchCPFs is the provider's limit on CPFs per batch (docs/provider-api.md §8).
 const MaxBatchCPFs = 1000
 
 // maxDepth bounds JSON nesting: the notification is flat, so anything deep

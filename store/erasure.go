@@ -12,7 +12,7 @@ import (
 	"github.com/batchhook/batchhook/cpf"
 )
 
-// Erasures of one person's data (LGPD art. 18, issue 12 §2). The record
+// Erasures of one person's data (LGPD art. 18). The record
 // keeps only cpf.KeyedHash of the CPF under a key made at first start and
 // kept in the meta bucket: enough to recognise the CPF again (in data that
 // arrives later, or when a crash interrupted the erasure), never enough to

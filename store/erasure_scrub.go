@@ -123,7 +123,7 @@ func mergeChunks(old, add []ErasedChunk) []ErasedChunk {
 // bytes go, the entry and its id (the SHA-256 of the body) stay, with
 // ErasedBy naming the erasure. One transaction, noted in erasure id. The
 // batch records' own raw notifications are not scanned: a batch.completed
-// carries ids and counters, never a CPF (provider document, §2.1).
+// carries ids and counters, never a CPF (docs/provider-api.md §2.1).
 func (s *Store) EraseBodies(id string, match func(digits string) bool) ([]ErasedBody, error) {
 	var out []ErasedBody
 	err := s.db.Update(func(tx *bolt.Tx) error {

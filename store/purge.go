@@ -13,7 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Retention and purge (issue 12 §1). Personal data is kept only as long as
+// Retention and purge. Personal data is kept only as long as
 // the operator decides: after EXPORT_RETENTION a batch's export is deleted
 // and the batch becomes purged; after RECORD_RETENTION its record is reduced
 // to a tombstone (no raw body, no cursors). What is left of a purged batch

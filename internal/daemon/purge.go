@@ -7,7 +7,7 @@ import (
 	"github.com/batchhook/batchhook/internal/purge"
 )
 
-// purger wires the purge loop (issue 12 §1) to the store and the export
+// purger wires the purge loop to the store and the export
 // root, with the retentions of the configuration.
 func (d *Daemon) purger() (*purge.Purger, error) {
 	d.metrics.InitPurged(purge.Kinds)

@@ -1,7 +1,7 @@
-// Package erasure erases one person's data on request (LGPD art. 18,
-// issue 12 §2): every item with their CPF in the published exports, their
+// Package erasure erases one person's data on request (LGPD art. 18):
+// every item with their CPF in the published exports, their
 // CPF in the chunks not yet accepted, quarantined or audit bodies that
-// carry it, and the payment events (issue 13) whose body holds it, in the
+// carry it, and the payment events whose body holds it, in the
 // store and in the payments day files. It records the erasure (keyed hash only) before touching
 // anything, so a crash is resumed at the next start, and every step is
 // idempotent: redone on data already clean, it changes nothing.

@@ -1,5 +1,5 @@
 // Package purge is the purger: the loop that keeps personal data only as
-// long as the operator decides (issue 12 §1). Every PURGE_INTERVAL, and at
+// long as the operator decides. Every PURGE_INTERVAL, and at
 // start, one pass deletes the exports older than EXPORT_RETENTION (the
 // batch becomes purged, with a tombstone), reduces the records of batches
 // finished more than RECORD_RETENTION ago to tombstones, and deletes the

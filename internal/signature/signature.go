@@ -1,5 +1,5 @@
 // Package signature implements the provider's webhook signature scheme
-// (document section 5.2): Base64 (standard alphabet, padded) of the
+// (docs/provider-api.md §5.2): Base64 (standard alphabet, padded) of the
 // lowercase hexadecimal rendering of HMAC-SHA256(secret, raw body).
 //
 // The scheme is unusual: the Base64 covers the 64-character hex text, not
