@@ -8,10 +8,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -28,21 +26,7 @@ import (
 // no provider): the offline commands must need nothing else.
 func runOffline(t *testing.T, dataDir string, args ...string) (string, string, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = []string{"BATCHHOOK_DATA_DIR=" + dataDir}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		return stdout.String(), stderr.String(), ee.ExitCode()
-	case err != nil:
-		t.Fatalf("%v: %v", args, err)
-	}
-	return stdout.String(), stderr.String(), 0
+	return runFrom(t, "", []string{"BATCHHOOK_DATA_DIR=" + dataDir}, args...)
 }
 
 func tempFilesIn(t *testing.T, dir string) []string {

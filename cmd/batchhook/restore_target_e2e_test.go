@@ -20,8 +20,9 @@ import (
 	"github.com/batchhook/batchhook/store"
 )
 
-// runFrom runs the binary in the working directory wd with only the
-// variables in env (no BATCHHOOK_DATA_DIR unless given).
+// runFrom runs the binary in the working directory wd ("" = the test's)
+// with exactly the variables in env (no BATCHHOOK_DATA_DIR unless given),
+// and returns its stdout, stderr and exit status.
 func runFrom(t *testing.T, wd string, env []string, args ...string) (string, string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -6,15 +6,12 @@ package main
 // needed (it is built elsewhere; `demo --payments` ties them together).
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -81,21 +78,7 @@ func nextHook(t *testing.T, ch <-chan paymentHook) paymentHook {
 // runSandbox runs `batchhook sandbox args…` with exactly env.
 func runSandbox(t *testing.T, env []string, args ...string) (string, string, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, append([]string{"sandbox"}, args...)...)
-	cmd.Env = env
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		return stdout.String(), stderr.String(), ee.ExitCode()
-	case err != nil:
-		t.Fatalf("%v: %v", args, err)
-	}
-	return stdout.String(), stderr.String(), 0
+	return runFrom(t, "", env, append([]string{"sandbox"}, args...)...)
 }
 
 func TestSandboxCLIEndToEnd(t *testing.T) {
