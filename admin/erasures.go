@@ -9,7 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/batchhook/batchhook/internal/erasure"
+	"github.com/batchhook/batchhook/lifecycle/erasure"
 	"github.com/batchhook/batchhook/store"
 )
 

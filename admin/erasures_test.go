@@ -12,7 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/batchhook/batchhook/internal/erasure"
+	"github.com/batchhook/batchhook/lifecycle/erasure"
 	"github.com/batchhook/batchhook/store"
 	"github.com/batchhook/batchhook/submit"
 )

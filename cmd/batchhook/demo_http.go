@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/batchhook/batchhook/config"
+	"github.com/batchhook/batchhook/daemon"
 	"github.com/batchhook/batchhook/export"
-	"github.com/batchhook/batchhook/internal/daemon"
 	"github.com/batchhook/batchhook/store"
 )
 

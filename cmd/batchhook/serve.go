@@ -14,7 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/batchhook/batchhook/config"
-	"github.com/batchhook/batchhook/internal/daemon"
+	"github.com/batchhook/batchhook/daemon"
 	"github.com/batchhook/batchhook/internal/memreclaim"
 )
 

@@ -53,23 +53,23 @@ func dependsOn(deps []string, target string) bool {
 
 func TestImportGraph(t *testing.T) {
 	deps := listPackages(t)
-	for _, p := range []string{"config", "store", "receiver", "fetcher", "export", "lookupsim", "internal/daemon", "admin", "internal/metrics", "submit", "internal/purge"} {
+	for _, p := range []string{"config", "store", "receiver", "fetcher", "export", "lookupsim", "daemon", "admin", "metrics", "submit", "lifecycle/purge"} {
 		if _, ok := deps[p]; !ok {
 			t.Fatalf("package %s not found by go list", p)
 		}
 	}
 	forbidden := map[string][]string{
-		"config":           {module},
-		"store":            {module + "/receiver", module + "/fetcher", module + "/export", module + "/config"},
-		"receiver":         {module + "/fetcher", module + "/export", module + "/lookupsim"},
-		"fetcher":          {module + "/receiver", module + "/export", module + "/lookupsim", "github.com/labstack/echo"},
-		"export":           {module + "/receiver", module + "/fetcher", "github.com/labstack/echo"},
-		"lookupsim":        {module + "/receiver", module + "/fetcher", module + "/store", module + "/export"},
-		"admin":            {module + "/receiver", module + "/fetcher", module + "/export", "github.com/prometheus"},
-		"internal/metrics": {module + "/receiver", module + "/fetcher", module + "/export", module + "/admin"},
-		"submit":           {module + "/receiver", module + "/fetcher", module + "/export", module + "/lookupsim", "github.com/labstack/echo"},
+		"config":    {module},
+		"store":     {module + "/receiver", module + "/fetcher", module + "/export", module + "/config"},
+		"receiver":  {module + "/fetcher", module + "/export", module + "/lookupsim"},
+		"fetcher":   {module + "/receiver", module + "/export", module + "/lookupsim", "github.com/labstack/echo"},
+		"export":    {module + "/receiver", module + "/fetcher", "github.com/labstack/echo"},
+		"lookupsim": {module + "/receiver", module + "/fetcher", module + "/store", module + "/export"},
+		"admin":     {module + "/receiver", module + "/fetcher", module + "/export", "github.com/prometheus"},
+		"metrics":   {module + "/receiver", module + "/fetcher", module + "/export", module + "/admin"},
+		"submit":    {module + "/receiver", module + "/fetcher", module + "/export", module + "/lookupsim", "github.com/labstack/echo"},
 		// The purger reaches the files through an interface the daemon fills.
-		"internal/purge": {module + "/receiver", module + "/fetcher", module + "/export", module + "/admin", module + "/submit",
+		"lifecycle/purge": {module + "/receiver", module + "/fetcher", module + "/export", module + "/admin", module + "/submit",
 			module + "/sink", module + "/lookupsim", "github.com/labstack/echo"},
 	}
 	for p, bad := range forbidden {
@@ -79,12 +79,28 @@ func TestImportGraph(t *testing.T) {
 			}
 		}
 	}
+	// internal/ is the floor: helpers that lie below every stage. An
+	// internal package may import other internal packages, cpf (the
+	// CPF rules every layer shares) and outside libraries, never a stage,
+	// so no import runs back up from the floor.
+	for p := range deps {
+		if !strings.HasPrefix(p, "internal/") {
+			continue
+		}
+		for _, imp := range directImports(t, p) {
+			rest, ok := strings.CutPrefix(imp, module+"/")
+			if !ok || strings.HasPrefix(rest, "internal/") || rest == "cpf" {
+				continue
+			}
+			t.Errorf("%s imports %s: internal/ lies below every stage and imports none", p, imp)
+		}
+	}
 	// One package per outside library.
 	owners := map[string][]string{
 		"go.etcd.io/bbolt":                               {"store"},
 		"github.com/kelseyhightower/envconfig":           {"config"},
 		"github.com/labstack/echo/v4":                    {"receiver", "admin", "bench"}, // bench: the bare echo baseline
-		"github.com/prometheus/client_golang/prometheus": {"internal/metrics"},
+		"github.com/prometheus/client_golang/prometheus": {"metrics"},
 		// franz-go: only the kafka sink (kfake in tests is not a build
 		// dependency, so go list does not count it).
 		"github.com/twmb/franz-go/pkg/kgo":         {"sink/kafkasink"},
@@ -104,7 +120,7 @@ func TestImportGraph(t *testing.T) {
 	}
 	for lib, allowed := range owners {
 		for p, d := range deps {
-			if strings.HasPrefix(p, "cmd/") || p == "internal/daemon" || contains(allowed, p) {
+			if strings.HasPrefix(p, "cmd/") || p == "daemon" || contains(allowed, p) {
 				continue
 			}
 			for _, imp := range d {
@@ -125,19 +141,21 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// directlyImports asks go list for p's direct imports.
-func directlyImports(t *testing.T, p, lib string) bool {
+// directImports asks go list for p's direct imports (build, not test).
+func directImports(t *testing.T, p string) []string {
 	t.Helper()
 	out, err := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}`, module+"/"+p).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(out), "\n") {
-		if line == lib {
-			return true
-		}
-	}
-	return false
+	return strings.Fields(string(out))
+}
+
+// directlyImports reports whether p imports lib itself (not through
+// another package).
+func directlyImports(t *testing.T, p, lib string) bool {
+	t.Helper()
+	return contains(directImports(t, p), lib)
 }
 
 // The sinks (issue 11): sink is the vocabulary every side may import, so it

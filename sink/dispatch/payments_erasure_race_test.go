@@ -14,7 +14,7 @@ import (
 )
 
 // eraseFirst is the real file sink with an erasure committed (store, then
-// day files, as internal/erasure does) after the dispatcher read the run
+// day files, as lifecycle/erasure does) after the dispatcher read the run
 // and before the sink writes it: the interleaving of an erasure that
 // arrives while a run is in flight.
 type eraseFirst struct {

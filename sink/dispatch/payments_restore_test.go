@@ -84,7 +84,7 @@ func TestPaymentsAfterARestoreAreNotSkipped(t *testing.T) {
 }
 
 // startPayments is what the daemon does at start before the payment
-// dispatcher runs (internal/daemon.paymentDispatcher).
+// dispatcher runs (daemon.paymentDispatcher).
 func startPayments(st *store.Store, fs *filesink.Sink) error {
 	top, err := fs.LastSeq()
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/batchhook/batchhook/internal/erasure"
+	"github.com/batchhook/batchhook/lifecycle/erasure"
 	"github.com/batchhook/batchhook/sink"
 	"github.com/batchhook/batchhook/store"
 )

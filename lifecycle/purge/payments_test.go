@@ -10,7 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/batchhook/batchhook/internal/purge"
+	"github.com/batchhook/batchhook/lifecycle/purge"
 	"github.com/batchhook/batchhook/sink/filesink"
 	"github.com/batchhook/batchhook/store"
 )

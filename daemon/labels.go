@@ -5,7 +5,7 @@ import (
 
 	"github.com/batchhook/batchhook/admin"
 	"github.com/batchhook/batchhook/fetcher"
-	"github.com/batchhook/batchhook/internal/metrics"
+	"github.com/batchhook/batchhook/metrics"
 	"github.com/batchhook/batchhook/receiver"
 	"github.com/batchhook/batchhook/store"
 	"github.com/batchhook/batchhook/submit"

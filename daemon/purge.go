@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/batchhook/batchhook/export"
-	"github.com/batchhook/batchhook/internal/purge"
+	"github.com/batchhook/batchhook/lifecycle/purge"
 )
 
 // purger wires the purge loop to the store and the export

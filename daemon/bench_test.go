@@ -23,7 +23,7 @@ import (
 // The fetch side's ratio (issue 15): BenchmarkFetchExport's items/s over
 // BenchmarkFetchDiscard's, measured in the same invocation, interleaved:
 //
-//	go test -run XXX -bench 'BenchmarkFetch(Export|Discard)$' -benchtime 100x -count 5 ./internal/daemon/
+//	go test -run XXX -bench 'BenchmarkFetch(Export|Discard)$' -benchtime 100x -count 5 ./daemon/
 //
 // Both start the same simulator (1,000-item batches, 1 ms processing),
 // submit b.N batches with the clock running, learn of each by its webhook

@@ -1,7 +1,7 @@
 package daemon
 
 import (
-	"github.com/batchhook/batchhook/internal/erasure"
+	"github.com/batchhook/batchhook/lifecycle/erasure"
 )
 
 // erasures makes the erasure key on the first start, makes every publish

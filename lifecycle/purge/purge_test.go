@@ -15,7 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/batchhook/batchhook/export"
-	"github.com/batchhook/batchhook/internal/purge"
+	"github.com/batchhook/batchhook/lifecycle/purge"
 	"github.com/batchhook/batchhook/store"
 )
 
