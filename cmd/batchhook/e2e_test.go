@@ -36,16 +36,36 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "batchhook")
-	build := exec.Command("go", "build", "-race", "-o", binary, ".")
+	raced := filepath.Join(dir, "race", "batchhook")
+	build := exec.Command("go", "build", "-race", "-o", raced, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build batchhook:", err)
 		os.Exit(1)
 	}
+	binary = filepath.Join(dir, "batchhook")
+	if err := writeRaceLauncher(binary, raced); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// writeRaceLauncher writes at path a script that execs the race-enabled
+// binary real with atexit_sleep_ms=0. The race runtime otherwise sleeps a
+// second at every exit so that late reports can print; the end-to-end tests
+// run the binary hundreds of times, most of them with an environment they
+// build from scratch, so that second was most of the suite's time. exec
+// keeps the process id, so signals the tests send reach the binary itself.
+// Race reports still print: the runtime reports a race when it sees it.
+func writeRaceLauncher(path, real string) error {
+	script := "#!/bin/sh\nGORACE=\"atexit_sleep_ms=0 ${GORACE:-}\" exec " + real + " \"$@\"\n"
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		return fmt.Errorf("write race launcher: %w", err)
+	}
+	return nil
 }
 
 const (

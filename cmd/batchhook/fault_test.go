@@ -26,12 +26,15 @@ var (
 func buildFaultBinary(t *testing.T) string {
 	t.Helper()
 	faultBinaryOnce.Do(func() {
-		faultBinary = filepath.Join(filepath.Dir(binary), "batchhook-faultinject")
-		out, err := exec.Command("go", "build", "-race", "-tags", "faultinject", "-o", faultBinary, ".").CombinedOutput()
+		raced := filepath.Join(filepath.Dir(binary), "race", "batchhook-faultinject")
+		out, err := exec.Command("go", "build", "-race", "-tags", "faultinject", "-o", raced, ".").CombinedOutput()
 		if err != nil {
 			faultBuildErr = err
 			t.Logf("%s", out)
+			return
 		}
+		faultBinary = filepath.Join(filepath.Dir(binary), "batchhook-faultinject")
+		faultBuildErr = writeRaceLauncher(faultBinary, raced)
 	})
 	if faultBuildErr != nil {
 		t.Fatalf("build with -tags faultinject: %v", faultBuildErr)
