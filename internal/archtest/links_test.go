@@ -198,3 +198,25 @@ func TestLinkProblemsCatchBrokenLinks(t *testing.T) {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// outsideRef matches the references a reader of the repository cannot
+// follow: an issue number, or a section of the provider's own document
+// instead of a link into docs/provider-api.md.
+var outsideRef = regexp.MustCompile(`(?i)\bissues? #?\d+|provider'?s? document,? §`)
+
+// TestDocsPointNowhereOutside: README.md and docs/*.md say the thing
+// itself, or link to a page of the repository, never "issue N".
+func TestDocsPointNowhereOutside(t *testing.T) {
+	for _, page := range docPages(t) {
+		for i, l := range strings.Split(doc(t, page), "\n") {
+			if m := outsideRef.FindString(l); m != "" {
+				t.Errorf("%s line %d: %q points outside the repository: say the thing itself, or link into docs/", page, i+1, m)
+			}
+		}
+	}
+	for _, bad := range []string{"before issue 15", "(issue 13)", "the provider's document §2.1"} {
+		if !outsideRef.MatchString(bad) {
+			t.Errorf("outsideRef does not catch %q", bad)
+		}
+	}
+}
