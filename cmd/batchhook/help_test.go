@@ -194,7 +194,7 @@ func TestServeHelpListsEveryVariableWithItsDefault(t *testing.T) {
 	}
 	// README's table has a row for each, with the same default where the
 	// row gives one as a single code span.
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}

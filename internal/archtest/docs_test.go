@@ -1,6 +1,7 @@
 package archtest
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,31 +12,53 @@ import (
 	"github.com/batchhook/batchhook/config"
 )
 
-func readme(t *testing.T) string {
+// doc returns the text of a file of the repository, named by its path
+// from the root ("README.md", "docs/configuration.md").
+func doc(t *testing.T, rel string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(rel)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return string(b)
 }
 
-// TestREADMEDocumentsEveryVariable: the configuration reference names every
-// variable the daemon reads.
-func TestREADMEDocumentsEveryVariable(t *testing.T) {
-	doc := readme(t)
+func readme(t *testing.T) string { t.Helper(); return doc(t, "README.md") }
+
+// docPages returns the repository paths of README.md and every page under
+// docs/, README first.
+func docPages(t *testing.T) []string {
+	t.Helper()
+	pages, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []string{"README.md"}
+	for _, p := range pages {
+		out = append(out, "docs/"+filepath.Base(p))
+	}
+	if len(out) < 10 {
+		t.Fatalf("found only %d documentation pages", len(out))
+	}
+	return out
+}
+
+// TestConfigurationDocumentsEveryVariable: the configuration reference,
+// docs/configuration.md, names every variable the daemon reads.
+func TestConfigurationDocumentsEveryVariable(t *testing.T) {
+	page := doc(t, "docs/configuration.md")
 	for _, v := range config.Variables() {
 		short := strings.TrimPrefix(v, config.Prefix+"_")
-		if !strings.Contains(doc, "`"+short+"`") && !strings.Contains(doc, "`"+v+"`") {
-			t.Errorf("README does not document %s", v)
+		if !strings.Contains(page, "`"+short+"`") && !strings.Contains(page, "`"+v+"`") {
+			t.Errorf("docs/configuration.md does not document %s", v)
 		}
 	}
 }
 
-// TestREADMEDocumentsEveryLogEvent: every event name the code logs is in
-// README's log events table, so ops can alert on it.
-func TestREADMEDocumentsEveryLogEvent(t *testing.T) {
-	doc := readme(t)
+// TestLogEventsDocumentsEveryLogEvent: every event name the code logs is in
+// the log events table, docs/log-events.md, so ops can alert on it.
+func TestLogEventsDocumentsEveryLogEvent(t *testing.T) {
+	page := doc(t, "docs/log-events.md")
 	re := regexp.MustCompile(`Str\("event", "([a-z_]+)"\)`)
 	found := 0
 	root := filepath.Join("..", "..")
@@ -55,8 +78,8 @@ func TestREADMEDocumentsEveryLogEvent(t *testing.T) {
 		}
 		for _, m := range re.FindAllStringSubmatch(string(src), -1) {
 			found++
-			if !strings.Contains(doc, "`"+m[1]+"`") {
-				t.Errorf("%s logs event %q, which README's log events table does not list", path, m[1])
+			if !strings.Contains(page, "`"+m[1]+"`") {
+				t.Errorf("%s logs event %q, which docs/log-events.md does not list", path, m[1])
 			}
 		}
 		return nil
@@ -72,8 +95,7 @@ func TestREADMEDocumentsEveryLogEvent(t *testing.T) {
 // TestCIRunsTheREADMETestCommand: .ci/run runs exactly the command README
 // gives newcomers.
 func TestCIRunsTheREADMETestCommand(t *testing.T) {
-	doc := readme(t)
-	m := regexp.MustCompile("(?s)## Test\\s+```sh\\n([^\\n]+)\\n```").FindStringSubmatch(doc)
+	m := regexp.MustCompile("(?s)## Test\\s+```sh\\n([^\\n]+)\\n```").FindStringSubmatch(readme(t))
 	if m == nil {
 		t.Fatal("README has no test command under \"## Test\"")
 	}
@@ -92,37 +114,78 @@ func TestCIRunsTheREADMETestCommand(t *testing.T) {
 	}
 }
 
-// TestREADMECodeFencesClose: every fenced block opens with ``` (and an
-// optional language) and closes with a line that is ``` alone, and the
-// sections that must render as prose are outside any block. A closing
-// fence with text after it is not a closing fence in Markdown, so every
-// later fence flips and the rest of the README renders as code.
-func TestREADMECodeFencesClose(t *testing.T) {
+// TestDocsCodeFencesClose: in README.md and every page under docs/, every
+// fenced block opens with ``` (and an optional language) and closes with a
+// line that is ``` alone, and the sections that must render as prose are
+// outside any block. A closing fence with text after it is not a closing
+// fence in Markdown, so every later fence flips and the rest of the page
+// renders as code.
+func TestDocsCodeFencesClose(t *testing.T) {
+	for _, page := range docPages(t) {
+		want := []string{"# "} // every page has its title
+		if page == "README.md" {
+			want = append(want, "## Try it", "## Install", "## Test", "## How it works", "## Documentation")
+		}
+		for _, p := range fenceProblems(page, doc(t, page), want) {
+			t.Error(p)
+		}
+	}
+}
+
+// fenceProblems lists the fences of text that do not close, and the
+// headings of want (by their prefix, "## Test") that are missing or inside
+// a block.
+func fenceProblems(page, text string, want []string) []string {
+	var problems []string
 	inside, open := false, 0
-	headings := map[string]bool{}
-	for i, line := range strings.Split(readme(t), "\n") {
+	var headings []string
+	for i, line := range strings.Split(text, "\n") {
 		trimmed := strings.TrimRight(line, " \t")
 		switch {
 		case strings.HasPrefix(trimmed, "```") && !inside:
 			if strings.ContainsAny(strings.TrimPrefix(trimmed, "```"), " `") {
-				t.Errorf("README line %d: an opening fence with more than a language: %q", i+1, line)
+				problems = append(problems, fmt.Sprintf("%s line %d: an opening fence with more than a language: %q", page, i+1, line))
 			}
 			inside, open = true, i+1
 		case strings.HasPrefix(trimmed, "```") && inside:
 			if trimmed != "```" {
-				t.Errorf("README line %d: a closing fence with text after it: %q", i+1, line)
+				problems = append(problems, fmt.Sprintf("%s line %d: a closing fence with text after it: %q", page, i+1, line))
 			}
 			inside = false
-		case !inside && strings.HasPrefix(line, "## "):
-			headings[strings.TrimPrefix(line, "## ")] = true
+		case !inside && strings.HasPrefix(line, "#"):
+			headings = append(headings, line)
 		}
 	}
 	if inside {
-		t.Errorf("README: the fence opened at line %d never closes", open)
+		problems = append(problems, fmt.Sprintf("%s: the fence opened at line %d never closes", page, open))
 	}
-	for _, h := range []string{"Try it", "Test", "How it works", "Configuration", "Operating it", "Sinks", "Payments", "Personal data", "Log events"} {
-		if !headings[h] {
-			t.Errorf("README: section %q is missing or renders inside a code block", h)
+	for _, w := range want {
+		found := false
+		for _, h := range headings {
+			if h == w || (w == "# " && strings.HasPrefix(h, w)) {
+				found = true
+			}
+		}
+		if !found {
+			problems = append(problems, fmt.Sprintf("%s: heading %q is missing or renders inside a code block", page, w))
+		}
+	}
+	return problems
+}
+
+// TestFenceProblemsCatchesABrokenFence: the check fails on a fence closed
+// with text after it, a fence left open, a heading inside a block and a
+// page without a title.
+func TestFenceProblemsCatchesABrokenFence(t *testing.T) {
+	for _, tc := range []struct{ text, want string }{
+		{"# T\n```sh\necho\n``` trailing\n## Test\n```\n", "closing fence with text after it"},
+		{"# T\n```sh\necho\n``` trailing\n## Test\n```\n", "never closes"},
+		{"# T\n```\n## Test\n```\n", `"## Test" is missing`},
+		{"## Test\n", `"# " is missing`},
+	} {
+		got := strings.Join(fenceProblems("x.md", tc.text, []string{"# ", "## Test"}), "\n")
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("%q: problems %q, want %q", tc.text, got, tc.want)
 		}
 	}
 }

@@ -3,20 +3,23 @@ package archtest
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// README's shell blocks are copied by people, literally. A new user who
-// ran "go run ./cmd/batchhook serve &" got the PID of go, not of the
-// daemon, and stopping it left the daemon holding its ports and its
-// database; another found a bare "batchhook" the README never built. These
-// tests read every ```sh block in README order and hold the rules that
-// keep them runnable as written.
+// The shell blocks of README.md and of the pages under docs/ are copied by
+// people, literally. A new user who ran "go run ./cmd/batchhook serve &"
+// got the PID of go, not of the daemon, and stopping it left the daemon
+// holding its ports and its database; another found a bare "batchhook" the
+// README never built. These tests read every ```sh block in page order and
+// hold the rules that keep them runnable as written. A page under docs/ is
+// read after README.md, whose "Install" puts batchhook on the PATH.
 
 // shellCommand is one simple command of a README block.
 type shellCommand struct {
-	line       int      // README line where the command starts
+	page       string   // the file, "README.md" when empty
+	line       int      // line of page where the command starts
 	words      []string // the words, assignments and redirections included
 	background bool     // ended by a single &
 }
@@ -181,7 +184,11 @@ func shellProblems(cmds []shellCommand) []string {
 	built := map[string]bool{}     // go build -o ./bin/ ./cmd/NAME
 	for i, c := range cmds {
 		prog, args := c.program()
-		where := fmt.Sprintf("README line %d", c.line)
+		page := c.page
+		if page == "" {
+			page = "README.md"
+		}
+		where := fmt.Sprintf("%s line %d", page, c.line)
 		if prog == "go" && len(args) > 0 && (args[0] == "install" || args[0] == "build") {
 			bin := false
 			for j, a := range args {
@@ -236,28 +243,41 @@ func shellProblems(cmds []shellCommand) []string {
 	return problems
 }
 
-// TestREADMEShellBlocksRunAsWritten: no backgrounded go run, no kill of a
+// TestDocsShellBlocksRunAsWritten: no backgrounded go run, no kill of a
 // job number, every background process's PID saved, and every batchhook
-// or lookupsim binary installed or built before a block calls it.
-func TestREADMEShellBlocksRunAsWritten(t *testing.T) {
-	cmds, err := readmeShellCommands(readme(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cmds) < 50 {
-		t.Fatalf("found only %d commands in README's sh blocks: the parser no longer matches the README", len(cmds))
-	}
-	calls := 0
-	for _, c := range cmds {
-		if p, _ := c.program(); p == "batchhook" || strings.HasSuffix(p, "bin/batchhook") {
-			calls++
+// or lookupsim binary installed or built before a block calls it, in
+// README.md and in every page under docs/ (read after README.md).
+func TestDocsShellBlocksRunAsWritten(t *testing.T) {
+	var readmeCmds []shellCommand
+	total, calls := 0, 0
+	for _, page := range docPages(t) {
+		cmds, err := readmeShellCommands(doc(t, page))
+		if err != nil {
+			t.Fatalf("%s: %v", page, err)
+		}
+		for i := range cmds {
+			cmds[i].page = page
+			if p, _ := cmds[i].program(); p == "batchhook" || strings.HasSuffix(p, "bin/batchhook") {
+				calls++
+			}
+		}
+		total += len(cmds)
+		if page == "README.md" {
+			readmeCmds = cmds
+		} else {
+			cmds = append(slices.Clip(readmeCmds), cmds...)
+		}
+		for _, p := range shellProblems(cmds) {
+			if strings.HasPrefix(p, page+" line ") {
+				t.Error(p)
+			}
 		}
 	}
-	if calls < 20 {
-		t.Fatalf("found only %d batchhook calls in README's sh blocks", calls)
+	if total < 50 {
+		t.Fatalf("found only %d commands in the sh blocks: the parser no longer matches the pages", total)
 	}
-	for _, p := range shellProblems(cmds) {
-		t.Error(p)
+	if calls < 20 {
+		t.Fatalf("found only %d batchhook calls in the sh blocks", calls)
 	}
 }
 

@@ -58,9 +58,8 @@ func TestREADMEExample(t *testing.T) {
 	wantResult(t, bad.Deliver(context.Background(), e, nil), sink.Failed, "exit", "exit status 64")
 }
 
-// TestREADMEExampleIsTheTestedOne keeps the README's script and the tested
-// copy the same while the README section sits beside this package (the
-// merger may move it into the top-level README, which is checked too).
+// TestREADMEExampleIsTheTestedOne keeps the script docs/sinks.md shows
+// under "exec sink" and the tested copy the same.
 func TestREADMEExampleIsTheTestedOne(t *testing.T) {
 	script, err := os.ReadFile("testdata/load-results.sh")
 	if err != nil {
@@ -69,7 +68,7 @@ func TestREADMEExampleIsTheTestedOne(t *testing.T) {
 	head := script[:bytes.IndexByte(script, '\n')+1]
 	head = append(head, "# /usr/local/bin/load-results"...)
 	found := false
-	for _, p := range []string{"README-section.md", "../../README.md"} {
+	for _, p := range []string{"../../docs/sinks.md"} {
 		doc, err := os.ReadFile(p)
 		if err != nil {
 			continue
@@ -86,6 +85,6 @@ func TestREADMEExampleIsTheTestedOne(t *testing.T) {
 		}
 	}
 	if !found {
-		t.Skip("the README example is in neither README-section.md nor README.md")
+		t.Fatal("docs/sinks.md no longer shows the example script testdata/load-results.sh")
 	}
 }
