@@ -121,10 +121,12 @@ func rawGet(t *testing.T, srv *httptest.Server) net.Conn {
 	return conn
 }
 
-// The database here (40 MB) is far more than loopback's socket buffers
-// hold, so the server's writes block on a client that does not read.
+// The database here (24 MB, in few records: each costs its own commit)
+// is far more than loopback's socket buffers hold (4 MiB to send, a few
+// MiB to receive while nothing reads), so the server's writes block on a
+// client that does not read.
 func TestBackupEndsWhenTheClientStallsOrGoes(t *testing.T) {
-	srv, ws := backupServer(t, 40, 1<<20, 300*time.Millisecond)
+	srv, ws := backupServer(t, 6, 4<<20, 300*time.Millisecond)
 	rawGet(t, srv) // stalls: reads nothing more
 	select {
 	case err := <-ws.done:

@@ -88,6 +88,11 @@ func TestPaymentKillHelper(t *testing.T) {
 	}
 }
 
+// killsWanted is how many kills must land while events wait for the file
+// sink before the helper is let finish; the kills stop there (or after 40
+// rounds, and then too few of them is a failure).
+const killsWanted = 10
+
 // TestFilePaymentsSurviveSIGKILL runs the helper process again and again,
 // SIGKILLing it at random moments while it logs events and the file sink
 // delivers them, then lets it finish: every event is in its UTC day's
@@ -104,7 +109,9 @@ func TestFilePaymentsSurviveSIGKILL(t *testing.T) {
 	kills := 0
 	for round := 0; ; round++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestPaymentKillHelper$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "BATCHHOOK_TEST_PAYMENT_KILL_DIR="+dir)
+		// atexit_sleep_ms=0: a race-enabled child otherwise sleeps a second
+		// at its exit.
+		cmd.Env = append(os.Environ(), "BATCHHOOK_TEST_PAYMENT_KILL_DIR="+dir, "GORACE=atexit_sleep_ms=0")
 		out := &lockedBuffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
@@ -113,7 +120,7 @@ func TestFilePaymentsSurviveSIGKILL(t *testing.T) {
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
 		var err error
-		if round < 40 {
+		if round < 40 && kills < killsWanted {
 			// Long enough for the child to start and log a few events.
 			select {
 			case err = <-exited:
@@ -164,6 +171,9 @@ func TestFilePaymentsSurviveSIGKILL(t *testing.T) {
 		}
 	}
 	t.Logf("payment kill test: events=%d kills_with_a_backlog=%d missing=%d twice=%d", killEvents, kills, missing, twice)
+	if kills < killsWanted {
+		t.Errorf("only %d of 40 kills landed while events waited for the file sink; want %d", kills, killsWanted)
+	}
 	if missing > 0 || twice > 0 {
 		t.Fatalf("%d events missing, %d written more than once", missing, twice)
 	}
