@@ -58,8 +58,10 @@ type Daemon struct {
 	// own sink in).
 	makeSinks func(config.Config, func() []byte) (map[string]sink.Sink, error)
 
-	store     *store.Store
-	sink      *export.Dir
+	store *store.Store
+	// exports is the export directory: the fetcher stages and publishes
+	// into it, the sinks read what it published.
+	exports   *export.Dir
 	metrics   *metrics.Metrics
 	recv      *receiver.Server
 	submitter *submit.Submitter
@@ -169,7 +171,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 			Int("chunk", c.Index).Int("cpfs", c.CPFCount).Str("reason", c.LastError).
 			Msg("the provider may have accepted this chunk; it is not sent again automatically (see README, submit_unknown)")
 	}
-	if d.sink, err = export.New(cfg.ExportDir); err != nil {
+	if d.exports, err = export.New(cfg.ExportDir); err != nil {
 		return dirError("EXPORT_DIR", cfg.ExportDir, err)
 	}
 	if err := d.recoverExports(); err != nil {
@@ -199,7 +201,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		return err
 	}
 	f, err := fetcher.New(fetcher.Options{
-		Queue: d.store, Sink: d.sink, Pager: client, Workers: cfg.FetchWorkers,
+		Queue: d.store, Stager: d.exports, Pager: client, Workers: cfg.FetchWorkers,
 		Logger:    d.log.With().Str("component", "fetcher").Logger(),
 		Retention: cfg.Retention, NotFoundGrace: cfg.NotFoundGrace, PageLimit: cfg.PageLimit,
 		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Observer: d.metrics,
@@ -284,7 +286,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 
 	d.log.Info().Str("component", "daemon").Str("event", "started").Str("listen_addr", d.addr.String()).
 		Str("admin_addr", d.adminAddr.String()).Bool("admin_token", len(cfg.AdminToken) > 0).
-		Str("webhook_path", cfg.WebhookPath).Str("data_dir", absPath(cfg.DataDir)).Str("export_dir", d.sink.Root()).
+		Str("webhook_path", cfg.WebhookPath).Str("data_dir", absPath(cfg.DataDir)).Str("export_dir", d.exports.Root()).
 		Str("api_base_url", cfg.APIBaseURL).Int("fetch_workers", cfg.FetchWorkers).
 		Strs("sinks", cfg.SinkNames()).Int("sink_workers", cfg.SinkWorkers).
 		Str("signing_secret_fingerprint", cfg.SigningSecret.Fingerprint()).
@@ -341,7 +343,7 @@ func (d *Daemon) watchStore(ctx context.Context) error {
 func (d *Daemon) Addr() net.Addr { return d.addr }
 
 // ExportDir is the absolute export root.
-func (d *Daemon) ExportDir() string { return d.sink.Root() }
+func (d *Daemon) ExportDir() string { return d.exports.Root() }
 
 // Batch returns the record of a batch.
 func (d *Daemon) Batch(id string) (*store.Batch, error) { return d.store.Get(id) }
@@ -420,7 +422,7 @@ func (d *Daemon) dispatcher() (*dispatch.Dispatcher, error) {
 	}
 	d.sinks = sinks
 	return dispatch.New(dispatch.Options{
-		Outbox: d.store, Exports: d.sink, Sinks: sinks, Workers: cfg.SinkWorkers, KeepExports: cfg.KeepExports(),
+		Outbox: d.store, Exports: d.exports, Sinks: sinks, Workers: cfg.SinkWorkers, KeepExports: cfg.KeepExports(),
 		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Observer: d.metrics,
 		Logger: d.log.With().Str("component", "dispatcher").Logger(),
 	})

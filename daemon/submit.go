@@ -44,7 +44,7 @@ func (d *Daemon) submitSide(reader *fetcher.Client) (*submit.Submitter, *submit.
 		Logger: d.log.With().Str("component", "submit").Logger(),
 		Rule:   submit.ResubmitRule{Field: cfg.ResubmitField, Values: cfg.ResubmitValueList(), CPFField: cfg.ItemCPFField},
 		Results: func(b store.Batch) (io.ReadCloser, error) {
-			return d.sink.OpenResults(b.ID)
+			return d.exports.OpenResults(b.ID)
 		}})
 	if err != nil {
 		return nil, nil, nil, err

@@ -476,7 +476,7 @@ func newRigWith(t *testing.T, p http.Handler, pageLimit int) *rig {
 // fetcherWith builds a fetcher like the rig's over q.
 func (r *rig) fetcherWith(t *testing.T, q fetcher.Queue, pageLimit int) *fetcher.Fetcher {
 	t.Helper()
-	f, err := fetcher.New(fetcher.Options{Queue: q, Sink: r.sink, Pager: r.pager, Logger: zerolog.Nop(), Workers: 1,
+	f, err := fetcher.New(fetcher.Options{Queue: q, Stager: r.sink, Pager: r.pager, Logger: zerolog.Nop(), Workers: 1,
 		Retention: week, NotFoundGrace: time.Hour, BackoffBase: time.Second, BackoffMax: time.Minute, PageLimit: pageLimit,
 		IdlePoll: 50 * time.Millisecond, Now: func() time.Time { return *r.now.Load() }, Jitter: func() float64 { return 0 }})
 	if err != nil {
