@@ -175,30 +175,8 @@ func Load() (*Config, error) {
 	if lvl, ok := ParseLogLevel(c.LogLevel); ok {
 		c.LogLevel = lvl
 	}
-	var err error
-	if c.SigningSecret, err = loadSecret("SIGNING_SECRET", c.SigningSecretFile, &c.Warnings); err != nil {
+	if err := c.loadSecrets(); err != nil {
 		return nil, err
-	}
-	if c.APIKey, err = loadSecret("API_KEY", c.APIKeyFile, &c.Warnings); err != nil {
-		return nil, err
-	}
-	if c.AdminToken, err = loadSecret("ADMIN_TOKEN", c.AdminTokenFile, &c.Warnings); err != nil {
-		return nil, err
-	}
-	if err := c.loadPayments(); err != nil {
-		return nil, err
-	}
-	if c.HTTPSinkSecret, err = loadSecret("HTTP_SINK_SECRET", c.HTTPSinkSecretFile, &c.Warnings); err != nil {
-		return nil, err
-	}
-	if c.KafkaSASLPassword, err = loadSecret("KAFKA_SASL_PASSWORD", c.KafkaSASLPasswordFile, &c.Warnings); err != nil {
-		return nil, err
-	}
-	if c.NatsToken, err = loadSecret("NATS_TOKEN", c.NatsTokenFile, &c.Warnings); err != nil {
-		return nil, err
-	}
-	if _, set := os.LookupEnv(Var("ADMIN_TOKEN")); set && len(c.AdminToken) == 0 {
-		return nil, fmt.Errorf("%s: set but empty; unset it to run the admin API without a token", Var("ADMIN_TOKEN"))
 	}
 	if c.ExportDir == "" {
 		c.ExportDir = filepath.Join(c.DataDir, "exports")
@@ -303,11 +281,10 @@ func (c *Config) Validate() error {
 // one error, so that a first start names all of them at once.
 func (c *Config) missingRequired() error {
 	var missing []string
-	if len(c.SigningSecret) == 0 {
-		missing = append(missing, Var("SIGNING_SECRET")+" or "+Var("SIGNING_SECRET_FILE"))
-	}
-	if len(c.APIKey) == 0 {
-		missing = append(missing, Var("API_KEY")+" or "+Var("API_KEY_FILE"))
+	for _, s := range Secrets {
+		if s.Required && len(s.Value(c)) == 0 {
+			missing = append(missing, Var(s.Name)+" or "+Var(s.Name+"_FILE"))
+		}
 	}
 	if c.APIBaseURL == "" {
 		missing = append(missing, Var("API_BASE_URL"))
@@ -453,8 +430,8 @@ func Variables() []string {
 	for _, v := range envVars() {
 		names = append(names, v.Key)
 	}
-	for _, s := range secretNames {
-		names = append(names, Var(s))
+	for _, s := range Secrets {
+		names = append(names, Var(s.Name))
 	}
 	return names
 }

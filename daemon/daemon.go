@@ -45,15 +45,10 @@ type Daemon struct {
 	cfg config.Config
 	log zerolog.Logger
 
-	// The secrets are swapped whole on reload; readers load them per use.
-	secret     atomic.Pointer[config.Secret]
-	apiKey     atomic.Pointer[config.Secret]
-	adminToken atomic.Pointer[config.Secret]
-	// httpSinkKey is the http sink's decoded HMAC key (whsec_ secret).
-	httpSinkKey atomic.Pointer[config.Secret]
-	// paySecret is the payments webhook's signing secret (issue 13).
-	paySecret atomic.Pointer[config.Secret]
-	reloadMu  sync.Mutex
+	// secrets are the reloadable secrets, swapped whole on reload
+	// (reload.go); readers load them per use.
+	secrets  heldSecrets
+	reloadMu sync.Mutex
 	// makeSinks builds the delivery sinks (buildSinks; tests put their
 	// own sink in).
 	makeSinks func(config.Config, func() []byte) (map[string]sink.Sink, error)
@@ -118,12 +113,7 @@ func New(cfg config.Config, log zerolog.Logger) *Daemon {
 	d.makeSinks = func(c config.Config, key func() []byte) (map[string]sink.Sink, error) {
 		return buildSinks(c, key, func(name string) (string, error) { return d.store.StableID(name) }, log)
 	}
-	d.secret.Store(&cfg.SigningSecret)
-	d.apiKey.Store(&cfg.APIKey)
-	d.adminToken.Store(&cfg.AdminToken)
-	d.paySecret.Store(&cfg.PaymentsSigningSecret)
-	key, _ := config.DecodeSinkSecret(cfg.HTTPSinkSecret) // checked by Validate when http is configured
-	d.httpSinkKey.Store(&key)
+	d.secrets = holdSecrets(&cfg)
 	return d
 }
 
@@ -196,7 +186,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		return err
 	}
 	d.provider = d.watchProvider()
-	client, err := pageClient(cfg, func() []byte { return *d.apiKey.Load() }, d.provider.Observe)
+	client, err := pageClient(cfg, d.secrets.current("API_KEY"), d.provider.Observe)
 	if err != nil {
 		return err
 	}
@@ -227,7 +217,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	}
 	d.recv, err = receiver.New(receiver.Options{
 		Path: cfg.WebhookPath, MaxBodyBytes: cfg.MaxBodyBytes,
-		Secret: func() []byte { return *d.secret.Load() }, Store: d.store,
+		Secret: d.secrets.current("SIGNING_SECRET"), Store: d.store,
 		Logger: d.log.With().Str("component", "receiver").Logger(), Observer: d.metrics,
 		MaxConnections: cfg.MaxConnections, LogDropped: d.metrics.LogLineDropped,
 		Payments: d.paymentsWebhook(), TrustedProxies: proxies,
@@ -237,7 +227,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		return err
 	}
 	d.admin, err = admin.New(admin.Options{
-		Store: d.store, Token: func() []byte { return *d.adminToken.Load() }, Metrics: d.metrics.Handler(),
+		Store: d.store, Token: d.secrets.current("ADMIN_TOKEN"), Metrics: d.metrics.Handler(),
 		Submissions: svc, SubmitWait: sub.Wait, Erasures: eraser, MaxSubmissionBytes: cfg.MaxSubmissionBytes, Retention: cfg.Retention,
 		Ready: d.ready, Warnings: d.warnings, Logger: d.log.With().Str("component", "admin").Logger(),
 		LogDropped: d.metrics.LogLineDropped, Payments: d.store, PaymentsEnabled: cfg.PaymentsEnabled(),
@@ -416,7 +406,7 @@ func (d *Daemon) stop(ctx context.Context, logStopped bool) error {
 // dispatcher builds the sinks and the dispatcher that drives them.
 func (d *Daemon) dispatcher() (*dispatch.Dispatcher, error) {
 	cfg := d.cfg
-	sinks, err := d.makeSinks(cfg, func() []byte { return *d.httpSinkKey.Load() })
+	sinks, err := d.makeSinks(cfg, d.secrets.current("HTTP_SINK_SECRET"))
 	if err != nil {
 		return nil, err
 	}

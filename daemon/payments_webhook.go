@@ -14,7 +14,7 @@ func (d *Daemon) paymentsWebhook() *receiver.PaymentOptions {
 		return nil
 	}
 	return &receiver.PaymentOptions{
-		Path: d.cfg.PaymentsWebhookPath, Secret: func() []byte { return *d.paySecret.Load() },
+		Path: d.cfg.PaymentsWebhookPath, Secret: d.secrets.current("PAYMENTS_SIGNING_SECRET"),
 		DedupFields: d.cfg.PaymentsDedupPaths(), Store: d.store, Observer: obs,
 	}
 }

@@ -18,7 +18,7 @@ import (
 func (d *Daemon) submitSide(reader *fetcher.Client) (*submit.Submitter, *submit.Reconciler, *submit.Service, error) {
 	cfg := d.cfg
 	client, err := submit.NewClient(submit.ClientOptions{BaseURL: cfg.APIBaseURL,
-		APIKey: func() []byte { return *d.apiKey.Load() }, Timeout: cfg.FetchTimeout, Observe: d.provider.Observe})
+		APIKey: d.secrets.current("API_KEY"), Timeout: cfg.FetchTimeout, Observe: d.provider.Observe})
 	if err != nil {
 		return nil, nil, nil, err
 	}
