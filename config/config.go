@@ -167,7 +167,7 @@ type Config struct {
 // Load reads the environment, applies defaults, reads secret files,
 // validates the result and checks the modes of the data and export
 // directories (checkDirs). The error names the first variable at fault.
-func Load() (*Config, error) {
+func Load(sinks []SinkRule) (*Config, error) {
 	var c Config
 	if err := readEnv(&c); err != nil {
 		return nil, err
@@ -181,7 +181,7 @@ func Load() (*Config, error) {
 	if c.ExportDir == "" {
 		c.ExportDir = filepath.Join(c.DataDir, "exports")
 	}
-	if err := c.Validate(); err != nil {
+	if err := c.Validate(sinks); err != nil {
 		return nil, err
 	}
 	if err := c.checkDirs(); err != nil {
@@ -200,8 +200,9 @@ func Load() (*Config, error) {
 func Var(name string) string { return Prefix + "_" + name }
 
 // Validate checks every setting and names the variable of the first one
-// that is wrong. The demo, which builds a Config in code, calls it too.
-func (c *Config) Validate() error {
+// that is wrong; sinks are the sinks batchhook has (daemon.SinkRules).
+// The demo, which builds a Config in code, calls it too.
+func (c *Config) Validate(sinks []SinkRule) error {
 	if _, _, err := net.SplitHostPort(c.ListenAddr); err != nil {
 		return fmt.Errorf("%s: %q is not host:port: %w", Var("LISTEN_ADDR"), c.ListenAddr, err)
 	}
@@ -271,10 +272,10 @@ func (c *Config) Validate() error {
 	if err := c.validatePayments(); err != nil {
 		return err
 	}
-	if err := c.validateSinks(); err != nil {
+	if err := c.validateSinks(sinks); err != nil {
 		return err
 	}
-	return c.validatePaymentSinks()
+	return c.validatePaymentSinks(sinks)
 }
 
 // missingRequired reports every required setting left unset or empty in

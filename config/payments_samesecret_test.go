@@ -14,7 +14,7 @@ import (
 func TestPaymentsSecretMustDifferFromTheBatchSecret(t *testing.T) {
 	requiredEnv(t)
 	t.Setenv("BATCHHOOK_PAYMENTS_SIGNING_SECRET", reqSecret)
-	_, err := config.Load()
+	_, err := config.Load(config.TestSinks)
 	if err == nil || !namesVar(err.Error(), "BATCHHOOK_PAYMENTS_SIGNING_SECRET") || !namesVar(err.Error(), "BATCHHOOK_SIGNING_SECRET") {
 		t.Fatalf("same secret for both products: %v; want an error naming both variables", err)
 	}

@@ -145,7 +145,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 			Msg("batch records moved to this version's layout (once per database; an older batchhook cannot read it)")
 	}
 	// Before any worker: Finish queues a delivery for each of these.
-	d.store.SetSinks(cfg.DeliverySinks())
+	d.store.SetSinks(deliverySinks(cfg))
 	if n, err := d.store.ReleaseLeases(time.Now()); err != nil {
 		return err
 	} else if n > 0 {
@@ -168,7 +168,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		return err
 	}
 	d.metrics = metrics.New(d.store, time.Now)
-	d.metrics.InitSinks(cfg.DeliverySinks())
+	d.metrics.InitSinks(deliverySinks(cfg))
 	d.metrics.Init(metricLabels())
 	d.metrics.PreviousRun(d.previousFailed)
 	disp, err := d.dispatcher()
@@ -412,7 +412,7 @@ func (d *Daemon) dispatcher() (*dispatch.Dispatcher, error) {
 	}
 	d.sinks = sinks
 	return dispatch.New(dispatch.Options{
-		Outbox: d.store, Exports: d.exports, Sinks: sinks, Workers: cfg.SinkWorkers, KeepExports: cfg.KeepExports(),
+		Outbox: d.store, Exports: d.exports, Sinks: sinks, Workers: cfg.SinkWorkers, KeepExports: keepExports(cfg),
 		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Observer: d.metrics,
 		Logger: d.log.With().Str("component", "dispatcher").Logger(),
 	})

@@ -30,7 +30,7 @@ func TestConnectionCapAndDroppedLinesAreWired(t *testing.T) {
 	cfg.SigningSecret, cfg.APIKey, cfg.APIBaseURL = config.Secret("s"), config.Secret("k"), srv.URL
 	cfg.FetchWorkers = 0
 	cfg.MaxConnections = 1
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(SinkRules()); err != nil {
 		t.Fatal(err)
 	}
 	d := New(cfg, zerolog.New(&testutil.SyncBuffer{}))
