@@ -1,7 +1,11 @@
 // Package admin is batchhook's operator edge: health and readiness probes,
-// Prometheus metrics, and a JSON API to list and inspect batches and
-// quarantine entries and to refetch a batch. It listens apart from the
-// public webhook (BATCHHOOK_ADMIN_ADDR, loopback by default).
+// Prometheus metrics, and a JSON API over what the daemon keeps: batches
+// (inspect, refetch, resubmit, track, redeliver to a sink), submissions and
+// their chunks, deliveries, quarantined and rejected requests, erasures of
+// a person's data, the payment event log, and a backup of the database. It
+// listens apart from the public webhook (BATCHHOOK_ADMIN_ADDR, loopback by
+// default); the store and the other stages reach it through the small
+// interfaces of Options.
 //
 // No route returns result items or secrets, except GET /admin/backup: it
 // is the database itself (raw notifications, the CPFs of submission

@@ -1,8 +1,12 @@
-// Package daemon owns batchhook's lifecycle: it wires the store, the
-// receiver, the fetcher and the export sink, starts them in order, and stops
-// them in the reverse order (stop taking webhooks, stop the workers, close
-// the database last). The serve command, the demo and the tests all run the
-// daemon through it.
+// Package daemon is batchhook's lifecycle owner, the top of the house
+// below the commands. It wires every stage to the store: the webhook
+// receiver, the fetcher and its export directory, the submitter and
+// reconciler, the delivery and payment dispatchers with the sinks of its
+// registry (sinkKinds), the purger, erasures, metrics and the admin API.
+// It starts them in order and stops them in reverse (stop taking webhooks,
+// stop the loops, then the dispatchers and sinks, close the database
+// last), and it reloads the secrets on SIGHUP. The serve command, the demo
+// and the tests all run batchhook through it.
 package daemon
 
 import (
