@@ -94,7 +94,7 @@ type Options struct {
 	// BackupStall bounds how long one write of GET /admin/backup waits
 	// for the client; 0 = 30s.
 	BackupStall time.Duration
-	// Payments is the payment event log (issue 13); nil answers 404 on
+	// Payments is the payment event log; nil answers 404 on
 	// its routes. PaymentsEnabled says whether the payments webhook is
 	// served (the list reply shows it).
 	Payments        PaymentLog

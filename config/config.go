@@ -37,7 +37,7 @@ type Config struct {
 	APIKey            Secret `split_words:"true" ignored:"true"`
 	APIKeyFile        string `split_words:"true"`
 
-	// The payments product (issue 13, payments.go): its webhook is served
+	// The payments product (payments.go): its webhook is served
 	// when PaymentsSigningSecret is set (PaymentsEnabled).
 	PaymentsWebhookPath       string `split_words:"true" default:"/webhooks/payments"`
 	PaymentsSigningSecret     Secret `split_words:"true" ignored:"true"`
@@ -65,7 +65,7 @@ type Config struct {
 	BackoffMax    time.Duration `split_words:"true" default:"5m"`
 	NotFoundGrace time.Duration `split_words:"true" default:"1h"`
 
-	// Retention of personal data (issue 12): exports are deleted
+	// Retention of personal data: exports are deleted
 	// ExportRetention after they were exported, records reduced to
 	// tombstones (and raw bodies, chunk CPFs deleted) RecordRetention after
 	// the batch finished; 0 keeps them for ever. The purger runs every
@@ -77,12 +77,12 @@ type Config struct {
 	MaxBodyBytes int64 `split_words:"true" default:"65536"`
 	MaxPageBytes int64 `split_words:"true" default:"33554432"`
 
-	// Submitting (issue 6). The limits are the provider's (section 8).
+	// Submitting. The limits are the provider's (docs/provider-api.md §8).
 	SubmitPerMinute int           `split_words:"true" default:"10"`
 	MaxInFlight     int           `split_words:"true" default:"50"`
 	ReconcileAfter  time.Duration `split_words:"true" default:"15m"`
 	// StatusField names the GET result member that carries the batch's
-	// status (the document shows none; the simulator uses "status").
+	// status (docs/provider-api.md shows none; the simulator uses "status").
 	StatusField string `split_words:"true" default:"status"`
 	// MaxSubmissionBytes caps a body sent to POST /admin/submissions.
 	MaxSubmissionBytes int64 `split_words:"true" default:"16777216"`
@@ -121,8 +121,8 @@ type Config struct {
 	// memory, which holds personal data.
 	PprofAddr string `split_words:"true"`
 
-	// Downstream delivery (issue 11, sinks.go). Sinks is a comma list of
-	// file, http, exec, kafka, nats.
+	// Downstream delivery (sinks.go). Sinks is a comma list of the sinks
+	// of the daemon's registry (file, http, exec, kafka, nats).
 	Sinks       string `split_words:"true" default:"file"`
 	SinkWorkers int    `split_words:"true" default:"2"`
 	// The http sink: Standard Webhooks POSTs to HTTPSinkURL, signed with

@@ -1,6 +1,6 @@
 package config_test
 
-// Configuration errors that give the fix (issue 14, item 12).
+// Configuration errors that give the fix.
 
 import (
 	"strings"

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// The payments product (issue 13). Its webhook shares the public listener
+// The payments product. Its webhook shares the public listener
 // with batch.completed but has its own path and its own secret: the
 // provider signs each product with a different one (docs/provider-api.md §5.2).
 // Without a payments secret the product is off and its path is 404, so an

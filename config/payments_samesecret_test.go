@@ -7,7 +7,7 @@ import (
 	"github.com/batchhook/batchhook/config"
 )
 
-// The provider gives each product its own secret (document 5.2): with one
+// The provider gives each product its own secret (docs/provider-api.md §5.2): with one
 // secret for both, the payments path would accept a batch.completed body
 // and the batch path a payment, so the cross-product refusal the issue
 // asks for would silently not hold.

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// PaymentSinks are the settings the payment delivery (issue 13) adds to
+// PaymentSinks are the settings the payment delivery adds to
 // the sinks. Config embeds it, so its variables carry the BATCHHOOK_
 // prefix like the others. An empty value (a Config built in code) means
 // the default.

@@ -19,7 +19,7 @@ import (
 )
 
 // MAX_CONNECTIONS reaches the webhook listener, and lines dropped by the
-// strangers' sampler reach the metrics (issue 10, items 9 and 10).
+// strangers' sampler reach the metrics.
 func TestConnectionCapAndDroppedLinesAreWired(t *testing.T) {
 	srv := httptest.NewServer(&strictProvider{})
 	defer srv.Close()

@@ -18,7 +18,7 @@ import (
 	"github.com/batchhook/batchhook/sink/natssink"
 )
 
-// The payments product's delivery (issue 13): the payment sinks are
+// The payments product's delivery: the payment sinks are
 // BATCHHOOK_SINKS minus exec (an exec sink is handed an export directory,
 // which a payment event is not), file included when listed. The kafka and
 // nats sinks are the same objects as for batches (one producer, one

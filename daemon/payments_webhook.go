@@ -5,7 +5,7 @@ import (
 	"github.com/batchhook/batchhook/receiver"
 )
 
-// paymentsWebhook is the receiver's payments part (issue 13), nil when no
+// paymentsWebhook is the receiver's payments part, nil when no
 // payments secret is configured (the path is then a 404). Call it after
 // the metrics exist.
 func (d *Daemon) paymentsWebhook() *receiver.PaymentOptions {
