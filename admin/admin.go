@@ -1,7 +1,11 @@
 // Package admin is batchhook's operator edge: health and readiness probes,
-// Prometheus metrics, and a JSON API to list and inspect batches and
-// quarantine entries and to refetch a batch. It listens apart from the
-// public webhook (BATCHHOOK_ADMIN_ADDR, loopback by default).
+// Prometheus metrics, and a JSON API over what the daemon keeps: batches
+// (inspect, refetch, resubmit, track, redeliver to a sink), submissions and
+// their chunks, deliveries, quarantined and rejected requests, erasures of
+// a person's data, the payment event log, and a backup of the database. It
+// listens apart from the public webhook (BATCHHOOK_ADMIN_ADDR, loopback by
+// default); the store and the other stages reach it through the small
+// interfaces of Options.
 //
 // No route returns result items or secrets, except GET /admin/backup: it
 // is the database itself (raw notifications, the CPFs of submission
@@ -90,7 +94,7 @@ type Options struct {
 	// BackupStall bounds how long one write of GET /admin/backup waits
 	// for the client; 0 = 30s.
 	BackupStall time.Duration
-	// Payments is the payment event log (issue 13); nil answers 404 on
+	// Payments is the payment event log; nil answers 404 on
 	// its routes. PaymentsEnabled says whether the payments webhook is
 	// served (the list reply shows it).
 	Payments        PaymentLog

@@ -128,7 +128,7 @@ func (e testErr) Error() string { return string(e) }
 
 const errTest = testErr("webhook listener not serving")
 
-// Issue 10 item 2: once the provider no longer keeps a batch's results, a
+// Once the provider no longer keeps a batch's results, a
 // refetch answers 409 with the reason and leaves the batch as it was.
 func TestRefetchPastRetentionIsAConflictWithTheReason(t *testing.T) {
 	srv, st := newTestServer(t, "")

@@ -1,6 +1,6 @@
 package admin
 
-// The admin API's front door (issue 14, item 15).
+// The admin API's front door.
 
 import (
 	"go/ast"

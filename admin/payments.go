@@ -10,7 +10,7 @@ import (
 	"github.com/batchhook/batchhook/store"
 )
 
-// PaymentLog is what the payments routes read (issue 13): the event log's
+// PaymentLog is what the payments routes read: the event log's
 // metadata and where each event stands with the payment sinks. Errors are
 // the store's (store.ErrNotFound for an unknown seq).
 type PaymentLog interface {

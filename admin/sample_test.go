@@ -19,8 +19,8 @@ import (
 )
 
 // Requests without the token are answered 401 every time, but logged only
-// up to the sampler's burst; the rest are counted as dropped (issue 10,
-// item 10: 5,000 unauthorized requests wrote 5,000 lines).
+// up to the sampler's burst; the rest are counted as dropped (unsampled,
+// 5,000 unauthorized requests once wrote 5,000 lines).
 // droppedLines counts what the sampler dropped, by event.
 type droppedLines struct {
 	mu sync.Mutex

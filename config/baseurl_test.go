@@ -24,7 +24,7 @@ func TestLoadWarnsWhenBaseURLEndsInAPIV1(t *testing.T) {
 			t.Setenv("BATCHHOOK_API_KEY", "k")
 			t.Setenv("BATCHHOOK_DATA_DIR", t.TempDir())
 			t.Setenv("BATCHHOOK_API_BASE_URL", tt.base)
-			c, err := Load()
+			c, err := Load(TestSinks)
 			if err != nil {
 				t.Fatal(err)
 			}

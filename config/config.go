@@ -37,7 +37,7 @@ type Config struct {
 	APIKey            Secret `split_words:"true" ignored:"true"`
 	APIKeyFile        string `split_words:"true"`
 
-	// The payments product (issue 13, payments.go): its webhook is served
+	// The payments product (payments.go): its webhook is served
 	// when PaymentsSigningSecret is set (PaymentsEnabled).
 	PaymentsWebhookPath       string `split_words:"true" default:"/webhooks/payments"`
 	PaymentsSigningSecret     Secret `split_words:"true" ignored:"true"`
@@ -65,7 +65,7 @@ type Config struct {
 	BackoffMax    time.Duration `split_words:"true" default:"5m"`
 	NotFoundGrace time.Duration `split_words:"true" default:"1h"`
 
-	// Retention of personal data (issue 12): exports are deleted
+	// Retention of personal data: exports are deleted
 	// ExportRetention after they were exported, records reduced to
 	// tombstones (and raw bodies, chunk CPFs deleted) RecordRetention after
 	// the batch finished; 0 keeps them for ever. The purger runs every
@@ -77,12 +77,12 @@ type Config struct {
 	MaxBodyBytes int64 `split_words:"true" default:"65536"`
 	MaxPageBytes int64 `split_words:"true" default:"33554432"`
 
-	// Submitting (issue 6). The limits are the provider's (section 8).
+	// Submitting. The limits are the provider's (docs/provider-api.md §8).
 	SubmitPerMinute int           `split_words:"true" default:"10"`
 	MaxInFlight     int           `split_words:"true" default:"50"`
 	ReconcileAfter  time.Duration `split_words:"true" default:"15m"`
 	// StatusField names the GET result member that carries the batch's
-	// status (the document shows none; the simulator uses "status").
+	// status (docs/provider-api.md shows none; the simulator uses "status").
 	StatusField string `split_words:"true" default:"status"`
 	// MaxSubmissionBytes caps a body sent to POST /admin/submissions.
 	MaxSubmissionBytes int64 `split_words:"true" default:"16777216"`
@@ -121,8 +121,8 @@ type Config struct {
 	// memory, which holds personal data.
 	PprofAddr string `split_words:"true"`
 
-	// Downstream delivery (issue 11, sinks.go). Sinks is a comma list of
-	// file, http, exec, kafka, nats.
+	// Downstream delivery (sinks.go). Sinks is a comma list of the sinks
+	// of the daemon's registry (file, http, exec, kafka, nats).
 	Sinks       string `split_words:"true" default:"file"`
 	SinkWorkers int    `split_words:"true" default:"2"`
 	// The http sink: Standard Webhooks POSTs to HTTPSinkURL, signed with
@@ -167,7 +167,7 @@ type Config struct {
 // Load reads the environment, applies defaults, reads secret files,
 // validates the result and checks the modes of the data and export
 // directories (checkDirs). The error names the first variable at fault.
-func Load() (*Config, error) {
+func Load(sinks []SinkRule) (*Config, error) {
 	var c Config
 	if err := readEnv(&c); err != nil {
 		return nil, err
@@ -175,35 +175,13 @@ func Load() (*Config, error) {
 	if lvl, ok := ParseLogLevel(c.LogLevel); ok {
 		c.LogLevel = lvl
 	}
-	var err error
-	if c.SigningSecret, err = loadSecret("SIGNING_SECRET", c.SigningSecretFile, &c.Warnings); err != nil {
+	if err := c.loadSecrets(); err != nil {
 		return nil, err
-	}
-	if c.APIKey, err = loadSecret("API_KEY", c.APIKeyFile, &c.Warnings); err != nil {
-		return nil, err
-	}
-	if c.AdminToken, err = loadSecret("ADMIN_TOKEN", c.AdminTokenFile, &c.Warnings); err != nil {
-		return nil, err
-	}
-	if err := c.loadPayments(); err != nil {
-		return nil, err
-	}
-	if c.HTTPSinkSecret, err = loadSecret("HTTP_SINK_SECRET", c.HTTPSinkSecretFile, &c.Warnings); err != nil {
-		return nil, err
-	}
-	if c.KafkaSASLPassword, err = loadSecret("KAFKA_SASL_PASSWORD", c.KafkaSASLPasswordFile, &c.Warnings); err != nil {
-		return nil, err
-	}
-	if c.NatsToken, err = loadSecret("NATS_TOKEN", c.NatsTokenFile, &c.Warnings); err != nil {
-		return nil, err
-	}
-	if _, set := os.LookupEnv(Var("ADMIN_TOKEN")); set && len(c.AdminToken) == 0 {
-		return nil, fmt.Errorf("%s: set but empty; unset it to run the admin API without a token", Var("ADMIN_TOKEN"))
 	}
 	if c.ExportDir == "" {
 		c.ExportDir = filepath.Join(c.DataDir, "exports")
 	}
-	if err := c.Validate(); err != nil {
+	if err := c.Validate(sinks); err != nil {
 		return nil, err
 	}
 	if err := c.checkDirs(); err != nil {
@@ -222,8 +200,9 @@ func Load() (*Config, error) {
 func Var(name string) string { return Prefix + "_" + name }
 
 // Validate checks every setting and names the variable of the first one
-// that is wrong. The demo, which builds a Config in code, calls it too.
-func (c *Config) Validate() error {
+// that is wrong; sinks are the sinks batchhook has (daemon.SinkRules).
+// The demo, which builds a Config in code, calls it too.
+func (c *Config) Validate(sinks []SinkRule) error {
 	if _, _, err := net.SplitHostPort(c.ListenAddr); err != nil {
 		return fmt.Errorf("%s: %q is not host:port: %w", Var("LISTEN_ADDR"), c.ListenAddr, err)
 	}
@@ -293,21 +272,20 @@ func (c *Config) Validate() error {
 	if err := c.validatePayments(); err != nil {
 		return err
 	}
-	if err := c.validateSinks(); err != nil {
+	if err := c.validateSinks(sinks); err != nil {
 		return err
 	}
-	return c.validatePaymentSinks()
+	return c.validatePaymentSinks(sinks)
 }
 
 // missingRequired reports every required setting left unset or empty in
 // one error, so that a first start names all of them at once.
 func (c *Config) missingRequired() error {
 	var missing []string
-	if len(c.SigningSecret) == 0 {
-		missing = append(missing, Var("SIGNING_SECRET")+" or "+Var("SIGNING_SECRET_FILE"))
-	}
-	if len(c.APIKey) == 0 {
-		missing = append(missing, Var("API_KEY")+" or "+Var("API_KEY_FILE"))
+	for _, s := range Secrets {
+		if s.Required && len(s.Value(c)) == 0 {
+			missing = append(missing, Var(s.Name)+" or "+Var(s.Name+"_FILE"))
+		}
 	}
 	if c.APIBaseURL == "" {
 		missing = append(missing, Var("API_BASE_URL"))
@@ -453,8 +431,8 @@ func Variables() []string {
 	for _, v := range envVars() {
 		names = append(names, v.Key)
 	}
-	for _, s := range secretNames {
-		names = append(names, Var(s))
+	for _, s := range Secrets {
+		names = append(names, Var(s.Name))
 	}
 	return names
 }

@@ -81,7 +81,7 @@ func requiredEnv(t *testing.T) {
 
 func mustLoad(t *testing.T) *config.Config {
 	t.Helper()
-	c, err := config.Load()
+	c, err := config.Load(config.TestSinks)
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
@@ -253,7 +253,7 @@ func TestLoadDoesNotFallBackToUnprefixedRequiredValues(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Setenv(short, val)
-			_, err := config.Load()
+			_, err := config.Load(config.TestSinks)
 			if err == nil {
 				t.Fatalf("Load succeeded with only unprefixed %s set", short)
 			}
@@ -354,7 +354,7 @@ func TestDefaultsExportDir(t *testing.T) {
 	c.SigningSecret = config.Secret(reqSecret)
 	c.APIKey = config.Secret(reqKey)
 	c.APIBaseURL = reqURL
-	err := c.Validate()
+	err := c.Validate(config.TestSinks)
 	if c.ExportDir != loaded.ExportDir && (err == nil || !namesVar(err.Error(), "BATCHHOOK_EXPORT_DIR")) {
 		t.Errorf("Defaults().ExportDir = %q (Load gives %q) and Validate returns %v", c.ExportDir, loaded.ExportDir, err)
 	}
@@ -447,7 +447,7 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 					t.Setenv(k, v)
 				}
 			}
-			c, err := config.Load()
+			c, err := config.Load(config.TestSinks)
 			if err == nil {
 				t.Fatalf("Load succeeded: %+v", c)
 			}
@@ -611,14 +611,14 @@ func TestVar(t *testing.T) {
 func TestAdminTokenRules(t *testing.T) {
 	requiredEnv(t)
 	t.Setenv("BATCHHOOK_ADMIN_TOKEN", "")
-	if _, err := config.Load(); err == nil || !strings.Contains(err.Error(), "BATCHHOOK_ADMIN_TOKEN") {
+	if _, err := config.Load(config.TestSinks); err == nil || !strings.Contains(err.Error(), "BATCHHOOK_ADMIN_TOKEN") {
 		t.Fatalf("empty admin token: %v, want an error naming BATCHHOOK_ADMIN_TOKEN", err)
 	}
 	file := filepath.Join(t.TempDir(), "token")
 	os.WriteFile(file, []byte("file-token\r\n"), 0o600)
 	os.Unsetenv("BATCHHOOK_ADMIN_TOKEN")
 	t.Setenv("BATCHHOOK_ADMIN_TOKEN_FILE", file)
-	c, err := config.Load()
+	c, err := config.Load(config.TestSinks)
 	if err != nil || string(c.AdminToken) != "file-token" {
 		t.Fatalf("token from file = %q, %v", c.AdminToken, err)
 	}
@@ -627,17 +627,17 @@ func TestAdminTokenRules(t *testing.T) {
 func TestAdminOffLoopbackNeedsAToken(t *testing.T) {
 	requiredEnv(t)
 	t.Setenv("BATCHHOOK_ADMIN_ADDR", "0.0.0.0:9090")
-	if _, err := config.Load(); err == nil || !strings.Contains(err.Error(), "BATCHHOOK_ADMIN_TOKEN") {
+	if _, err := config.Load(config.TestSinks); err == nil || !strings.Contains(err.Error(), "BATCHHOOK_ADMIN_TOKEN") {
 		t.Fatalf("admin on 0.0.0.0 without a token: %v, want an error naming BATCHHOOK_ADMIN_TOKEN", err)
 	}
 	t.Setenv("BATCHHOOK_ADMIN_TOKEN", "t")
-	if _, err := config.Load(); err != nil {
+	if _, err := config.Load(config.TestSinks); err != nil {
 		t.Fatalf("admin on 0.0.0.0 with a token: %v", err)
 	}
 	for _, addr := range []string{"127.0.0.1:0", "[::1]:9090", "localhost:9090"} {
 		os.Unsetenv("BATCHHOOK_ADMIN_TOKEN")
 		t.Setenv("BATCHHOOK_ADMIN_ADDR", addr)
-		if _, err := config.Load(); err != nil {
+		if _, err := config.Load(config.TestSinks); err != nil {
 			t.Fatalf("admin on %s without a token: %v", addr, err)
 		}
 	}
@@ -692,13 +692,13 @@ func TestPprofAddrIsLoopbackOnly(t *testing.T) {
 	}
 	for _, addr := range []string{"0.0.0.0:6060", ":6060", "10.0.0.1:6060", "example.com:6060", "6060"} {
 		t.Setenv("BATCHHOOK_PPROF_ADDR", addr)
-		if _, err := config.Load(); err == nil || !namesVar(err.Error(), "BATCHHOOK_PPROF_ADDR") {
+		if _, err := config.Load(config.TestSinks); err == nil || !namesVar(err.Error(), "BATCHHOOK_PPROF_ADDR") {
 			t.Errorf("PPROF_ADDR=%s: %v, want an error naming BATCHHOOK_PPROF_ADDR", addr, err)
 		}
 	}
 	for _, addr := range []string{"127.0.0.1:6060", "[::1]:6060", "localhost:0"} {
 		t.Setenv("BATCHHOOK_PPROF_ADDR", addr)
-		if _, err := config.Load(); err != nil {
+		if _, err := config.Load(config.TestSinks); err != nil {
 			t.Errorf("PPROF_ADDR=%s: %v", addr, err)
 		}
 	}

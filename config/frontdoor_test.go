@@ -1,6 +1,6 @@
 package config_test
 
-// Configuration errors that give the fix (issue 14, item 12).
+// Configuration errors that give the fix.
 
 import (
 	"strings"
@@ -26,7 +26,7 @@ func TestDurationErrorsSayUseHours(t *testing.T) {
 		t.Run(v, func(t *testing.T) {
 			requiredEnv(t)
 			t.Setenv("BATCHHOOK_RETENTION", v)
-			_, err := config.Load()
+			_, err := config.Load(config.TestSinks)
 			if err == nil {
 				t.Fatalf("RETENTION=%s accepted", v)
 			}
@@ -42,7 +42,7 @@ func TestEveryValueThatDoesNotParseIsReported(t *testing.T) {
 	t.Setenv("BATCHHOOK_RETENTION", "1w")
 	t.Setenv("BATCHHOOK_PAGE_LIMIT", "many")
 	t.Setenv("BATCHHOOK_KAFKA_TLS", "maybe")
-	_, err := config.Load()
+	_, err := config.Load(config.TestSinks)
 	if err == nil {
 		t.Fatal("Load accepted three bad values")
 	}
@@ -83,7 +83,7 @@ func TestURLWithoutSchemeSaysAddIt(t *testing.T) {
 				t.Setenv("BATCHHOOK_HTTP_SINK_SECRET", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 			}
 			t.Setenv("BATCHHOOK_"+tc.name, tc.value)
-			_, err := config.Load()
+			_, err := config.Load(config.TestSinks)
 			if err == nil || !namesVar(err.Error(), tc.want) || !strings.Contains(err.Error(), "add http:// or https://") {
 				t.Fatalf("error %v does not name %s and say add http:// or https://", err, tc.want)
 			}
@@ -91,14 +91,14 @@ func TestURLWithoutSchemeSaysAddIt(t *testing.T) {
 	}
 	requiredEnv(t)
 	t.Setenv("BATCHHOOK_API_BASE_URL", "ftp://provider.example/base")
-	if _, err := config.Load(); err == nil || strings.Contains(err.Error(), "add http://") {
+	if _, err := config.Load(config.TestSinks); err == nil || strings.Contains(err.Error(), "add http://") {
 		t.Fatalf("a URL with another scheme: error %v should not suggest adding one", err)
 	}
 }
 
 func TestAllMissingRequiredVariablesInOneMessage(t *testing.T) {
 	cleanEnv(t)
-	_, err := config.Load()
+	_, err := config.Load(config.TestSinks)
 	if err == nil {
 		t.Fatal("Load succeeded with nothing set")
 	}

@@ -22,7 +22,7 @@ type Gateway struct {
 	// GatewayURL, though the simulator serves both.
 	SandboxURL string
 	// AuthHeader and AuthValue, set together, are added to every gateway
-	// call. The provider's document does not show how gateway calls
+	// call. docs/provider-api.md does not show how gateway calls
 	// authenticate: this is our assumption (README, Payments).
 	AuthHeader string
 	AuthValue  Secret

@@ -31,7 +31,7 @@ func TestBaseURLWithCredentialsIsRefused(t *testing.T) {
 	} {
 		requiredEnv(t)
 		t.Setenv("BATCHHOOK_API_BASE_URL", raw)
-		_, err := config.Load()
+		_, err := config.Load(config.TestSinks)
 		if err == nil {
 			t.Fatalf("%s: accepted", raw)
 		}
@@ -45,7 +45,7 @@ func TestBaseURLWithCredentialsIsRefused(t *testing.T) {
 	}
 	requiredEnv(t)
 	t.Setenv("BATCHHOOK_API_BASE_URL", "https://user:Pa55Xy9q@provider.example")
-	if _, err := config.Load(); err == nil || !namesVar(err.Error(), "BATCHHOOK_API_KEY") || !namesVar(err.Error(), "BATCHHOOK_API_KEY_FILE") {
+	if _, err := config.Load(config.TestSinks); err == nil || !namesVar(err.Error(), "BATCHHOOK_API_KEY") || !namesVar(err.Error(), "BATCHHOOK_API_KEY_FILE") {
 		t.Fatalf("error %v does not point to BATCHHOOK_API_KEY / _FILE", err)
 	}
 }
@@ -73,7 +73,7 @@ func TestSecretFileIsCapped(t *testing.T) {
 		os.Unsetenv("BATCHHOOK_SIGNING_SECRET")
 		t.Setenv("BATCHHOOK_SIGNING_SECRET_FILE", path)
 		done := make(chan error, 1)
-		go func() { _, err := config.Load(); done <- err }()
+		go func() { _, err := config.Load(config.TestSinks); done <- err }()
 		select {
 		case err := <-done:
 			if err == nil || !namesVar(err.Error(), "BATCHHOOK_SIGNING_SECRET_FILE") {
@@ -126,7 +126,7 @@ func TestWritableDirectoriesAreRefusedOrRepaired(t *testing.T) {
 		if err := os.Chmod(dir, tc.mode); err != nil {
 			t.Fatal(err)
 		}
-		_, err := config.Load()
+		_, err := config.Load(config.TestSinks)
 		if err == nil || !namesVar(err.Error(), "BATCHHOOK_"+tc.name) || !strings.Contains(err.Error(), "0"+fmtMode(tc.mode)) {
 			t.Fatalf("%s %04o: Load = %v, want an error naming the variable and the mode", tc.name, tc.mode.Perm(), err)
 		}
@@ -169,7 +169,7 @@ func TestAdminLoopbackIsDecidedOnTheBoundAddress(t *testing.T) {
 	} {
 		requiredEnv(t)
 		t.Setenv("BATCHHOOK_ADMIN_ADDR", addr)
-		if _, err := config.Load(); (err == nil) != ok {
+		if _, err := config.Load(config.TestSinks); (err == nil) != ok {
 			t.Errorf("ADMIN_ADDR=%s without a token: %v", addr, err)
 		}
 	}

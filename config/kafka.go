@@ -34,9 +34,9 @@ func (c *Config) KafkaBrokerList() []string {
 	return out
 }
 
-// validateKafkaSink checks the kafka sink's variables; the error names the
+// ValidateKafkaSink checks the kafka sink's variables; the error names the
 // variable and never shows the password.
-func (c *Config) validateKafkaSink() error {
+func (c *Config) ValidateKafkaSink() error {
 	brokers := c.KafkaBrokerList()
 	if len(brokers) == 0 {
 		return fmt.Errorf("%s: required when %s includes kafka (a comma list of host:port)", Var("KAFKA_BROKERS"), Var("SINKS"))

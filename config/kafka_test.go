@@ -30,7 +30,7 @@ func TestKafkaSinkVariables(t *testing.T) {
 	}
 	if c.KafkaTopic != "batchhook.results" || c.KafkaTransactionalID != "batchhook-acct-7" || !c.KafkaTLS || c.KafkaTLSCaFile != ca ||
 		c.KafkaSASLMechanism != "scram-sha-512" || c.KafkaSASLUser != "batchhook" || string(c.KafkaSASLPassword) != "s3cret-kafka" ||
-		c.KafkaTimeout != 45*time.Second || strings.Join(c.DeliverySinks(), ",") != "kafka" {
+		c.KafkaTimeout != 45*time.Second || strings.Join(c.SinkNames(), ",") != "file,kafka" {
 		t.Fatalf("kafka config: %+v", c)
 	}
 }
@@ -72,7 +72,7 @@ func TestKafkaErrorsNameTheVariable(t *testing.T) {
 			for k, v := range tt.env {
 				t.Setenv("BATCHHOOK_"+k, v)
 			}
-			_, err := config.Load()
+			_, err := config.Load(config.TestSinks)
 			if err == nil || !namesVar(err.Error(), tt.want) {
 				t.Fatalf("error %v does not name %s", err, tt.want)
 			}

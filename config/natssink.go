@@ -7,10 +7,10 @@ import (
 	"strings"
 )
 
-// validateNATSSink checks the nats sink's variables (README "nats sink").
+// ValidateNATSSink checks the nats sink's variables (README "nats sink").
 // The URL must not carry credentials: they come from the credentials
 // file or the token, which follow the secret rules of the others.
-func (c *Config) validateNATSSink() error {
+func (c *Config) ValidateNATSSink() error {
 	v := Var("NATS_URL")
 	if c.NatsURL == "" {
 		return fmt.Errorf("%s: required when %s includes nats", v, Var("SINKS"))

@@ -14,8 +14,8 @@ func TestNATSSinkConfig(t *testing.T) {
 	t.Setenv("BATCHHOOK_NATS_URL", "nats://127.0.0.1:4222")
 	t.Setenv("BATCHHOOK_NATS_TOKEN_FILE", writeFile(t, "tok-123\n"))
 	c := mustLoad(t)
-	if got := strings.Join(c.DeliverySinks(), ","); got != "nats" || !c.KeepExports() {
-		t.Fatalf("delivery sinks %q", got)
+	if got := strings.Join(c.SinkNames(), ","); got != "file,nats" {
+		t.Fatalf("sinks %q", got)
 	}
 	if c.NatsSubject != "batchhook.results" || c.NatsPublishTimeout != 10*time.Second || c.NatsCreateStream || string(c.NatsToken) != "tok-123" {
 		t.Fatalf("nats config: subject %q timeout %v create %v token read %v", c.NatsSubject, c.NatsPublishTimeout, c.NatsCreateStream, string(c.NatsToken) == "tok-123")
@@ -58,7 +58,7 @@ func TestNATSSinkErrorsNameTheVariable(t *testing.T) {
 					t.Setenv("BATCHHOOK_"+k, v)
 				}
 			}
-			_, err := config.Load()
+			_, err := config.Load(config.TestSinks)
 			if err == nil || !namesVar(err.Error(), tt.want) {
 				t.Fatalf("error %v does not name %s", err, tt.want)
 			}

@@ -3,31 +3,14 @@ package config
 import (
 	"crypto/subtle"
 	"fmt"
-	"os"
 	"strings"
 )
 
-// The payments product (issue 13). Its webhook shares the public listener
+// The payments product. Its webhook shares the public listener
 // with batch.completed but has its own path and its own secret: the
 // provider signs each product with a different one (docs/provider-api.md §5.2).
 // Without a payments secret the product is off and its path is 404, so an
 // operator who only uses batches changes nothing.
-
-// loadPayments reads the payments secret. Unset (neither variable) leaves
-// payments disabled; set but empty is an error (DECISIONS 29), as for the
-// batch secret: an empty HMAC key would accept anyone who knows it is empty.
-func (c *Config) loadPayments() error {
-	s, err := loadSecret("PAYMENTS_SIGNING_SECRET", c.PaymentsSigningSecretFile, &c.Warnings)
-	if err != nil {
-		return err
-	}
-	if _, set := os.LookupEnv(Var("PAYMENTS_SIGNING_SECRET")); set && len(s) == 0 {
-		return fmt.Errorf("%s: set but empty; unset it (and %s) to disable payments",
-			Var("PAYMENTS_SIGNING_SECRET"), Var("PAYMENTS_SIGNING_SECRET_FILE"))
-	}
-	c.PaymentsSigningSecret = s
-	return nil
-}
 
 // PaymentsEnabled reports whether the payments webhook is served: a
 // payments signing secret is configured.

@@ -2,11 +2,10 @@ package config
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 )
 
-// PaymentSinks are the settings the payment delivery (issue 13) adds to
+// PaymentSinks are the settings the payment delivery adds to
 // the sinks. Config embeds it, so its variables carry the BATCHHOOK_
 // prefix like the others. An empty value (a Config built in code) means
 // the default.
@@ -18,18 +17,9 @@ type PaymentSinks struct {
 	NatsPaymentsSubject string `split_words:"true" default:"batchhook.payments"`
 }
 
-// PaymentSinkNames returns the sinks payment events go to: those of
-// BATCHHOOK_SINKS but exec (an exec sink is handed an export directory; a
-// payment event is not one). file is included when listed.
-func (c *Config) PaymentSinkNames() []string {
-	return slices.DeleteFunc(c.SinkNames(), func(s string) bool { return s == "exec" })
-}
-
-// validatePaymentSinks checks the payments topic and subject of the sinks
-// that are configured, naming the variable.
-func (c *Config) validatePaymentSinks() error {
-	names := c.SinkNames()
-	if t := c.KafkaPaymentsTopic; slices.Contains(names, "kafka") && t != "" {
+// ValidateKafkaPayments checks the kafka sink's payments topic.
+func (c *Config) ValidateKafkaPayments() error {
+	if t := c.KafkaPaymentsTopic; t != "" {
 		if !kafkaTopic.MatchString(t) || t == "." || t == ".." {
 			return fmt.Errorf("%s: %q is not a Kafka topic name (1 to 249 of a-z A-Z 0-9 . _ -)", Var("KAFKA_PAYMENTS_TOPIC"), t)
 		}
@@ -37,7 +27,12 @@ func (c *Config) validatePaymentSinks() error {
 			return fmt.Errorf("%s: must differ from %s (payment events and results are different records)", Var("KAFKA_PAYMENTS_TOPIC"), Var("KAFKA_TOPIC"))
 		}
 	}
-	if s := c.NatsPaymentsSubject; slices.Contains(names, "nats") && s != "" {
+	return nil
+}
+
+// ValidateNATSPayments checks the nats sink's payments subject.
+func (c *Config) ValidateNATSPayments() error {
+	if s := c.NatsPaymentsSubject; s != "" {
 		if strings.ContainsAny(s, "*> \t\r\n") || strings.HasPrefix(s, ".") || strings.HasSuffix(s, ".") || strings.Contains(s, "..") {
 			return fmt.Errorf("%s: %q must be a literal subject (no wildcards, blanks or empty tokens)", Var("NATS_PAYMENTS_SUBJECT"), s)
 		}

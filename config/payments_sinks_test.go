@@ -14,8 +14,8 @@ func TestPaymentSinksConfig(t *testing.T) {
 	t.Setenv("BATCHHOOK_NATS_URL", "nats://127.0.0.1:4222")
 	t.Setenv("BATCHHOOK_KAFKA_BROKERS", "127.0.0.1:9092")
 	c := mustLoad(t)
-	if got := strings.Join(c.PaymentSinkNames(), ","); got != "file,nats,kafka" {
-		t.Fatalf("payment sinks %q; want every sink but exec, in order", got)
+	if got := strings.Join(c.SinkNames(), ","); got != "exec,file,nats,kafka" {
+		t.Fatalf("sinks %q", got)
 	}
 	if c.KafkaPaymentsTopic != "batchhook.payments" || c.NatsPaymentsSubject != "batchhook.payments" {
 		t.Fatalf("defaults: topic %q subject %q", c.KafkaPaymentsTopic, c.NatsPaymentsSubject)
@@ -45,7 +45,7 @@ func TestPaymentSinksErrorsNameTheVariable(t *testing.T) {
 			for k, v := range tt.env {
 				t.Setenv("BATCHHOOK_"+k, v)
 			}
-			_, err := config.Load()
+			_, err := config.Load(config.TestSinks)
 			if err == nil || !namesVar(err.Error(), tt.want) {
 				t.Fatalf("error %v does not name %s", err, tt.want)
 			}

@@ -31,12 +31,12 @@ func TestPaymentsDisabledUnlessASecretIsSet(t *testing.T) {
 func TestPaymentsSecretRules(t *testing.T) {
 	requiredEnv(t)
 	t.Setenv("BATCHHOOK_PAYMENTS_SIGNING_SECRET", "")
-	if _, err := config.Load(); err == nil || !namesVar(err.Error(), "BATCHHOOK_PAYMENTS_SIGNING_SECRET") {
+	if _, err := config.Load(config.TestSinks); err == nil || !namesVar(err.Error(), "BATCHHOOK_PAYMENTS_SIGNING_SECRET") {
 		t.Fatalf("empty payments secret: %v, want an error naming BATCHHOOK_PAYMENTS_SIGNING_SECRET", err)
 	}
 	file := writeFile(t, "pay-from-file\n")
 	t.Setenv("BATCHHOOK_PAYMENTS_SIGNING_SECRET_FILE", file)
-	if _, err := config.Load(); err == nil || !strings.Contains(err.Error(), "set only one") {
+	if _, err := config.Load(config.TestSinks); err == nil || !strings.Contains(err.Error(), "set only one") {
 		t.Fatalf("both set: %v, want an error", err)
 	}
 	os.Unsetenv("BATCHHOOK_PAYMENTS_SIGNING_SECRET")
@@ -45,7 +45,7 @@ func TestPaymentsSecretRules(t *testing.T) {
 		t.Fatalf("secret from file = %q", []byte(c.PaymentsSigningSecret))
 	}
 	t.Setenv("BATCHHOOK_PAYMENTS_SIGNING_SECRET_FILE", writeFile(t, "\n"))
-	if _, err := config.Load(); err == nil || !namesVar(err.Error(), "BATCHHOOK_PAYMENTS_SIGNING_SECRET_FILE") {
+	if _, err := config.Load(config.TestSinks); err == nil || !namesVar(err.Error(), "BATCHHOOK_PAYMENTS_SIGNING_SECRET_FILE") {
 		t.Fatalf("empty payments secret file: %v, want an error naming the _FILE variable", err)
 	}
 }
@@ -55,7 +55,7 @@ func TestPaymentsSecretNeverInErrors(t *testing.T) {
 	const secret = "pay-S3cr3t-value"
 	t.Setenv("BATCHHOOK_PAYMENTS_SIGNING_SECRET", secret)
 	t.Setenv("BATCHHOOK_PAYMENTS_WEBHOOK_PATH", "/webhooks/batch-completed")
-	_, err := config.Load()
+	_, err := config.Load(config.TestSinks)
 	if err == nil {
 		t.Fatal("same path for both products accepted")
 	}
@@ -81,7 +81,7 @@ func TestPaymentsPathRules(t *testing.T) {
 		if tt.secret != "" {
 			t.Setenv("BATCHHOOK_PAYMENTS_SIGNING_SECRET", tt.secret)
 		}
-		_, err := config.Load()
+		_, err := config.Load(config.TestSinks)
 		if tt.ok != (err == nil) {
 			t.Errorf("path %q (secret %v): err = %v, want ok=%v", tt.path, tt.secret != "", err, tt.ok)
 		}
@@ -110,7 +110,7 @@ func TestPaymentsDedupFieldsRules(t *testing.T) {
 	} {
 		requiredEnv(t)
 		t.Setenv("BATCHHOOK_PAYMENTS_DEDUP_FIELDS", tt.value)
-		c, err := config.Load()
+		c, err := config.Load(config.TestSinks)
 		if tt.want == nil {
 			if err == nil || !namesVar(err.Error(), "BATCHHOOK_PAYMENTS_DEDUP_FIELDS") {
 				t.Errorf("%q: err = %v, want an error naming BATCHHOOK_PAYMENTS_DEDUP_FIELDS", tt.value, err)

@@ -16,7 +16,7 @@ func TestLoadRefusesTheManifestsPlaceholders(t *testing.T) {
 	t.Run("environment", func(t *testing.T) {
 		requiredEnv(t)
 		t.Setenv("BATCHHOOK_API_KEY", "replace-with-the-api-key")
-		_, err := config.Load()
+		_, err := config.Load(config.TestSinks)
 		if err == nil || !namesVar(err.Error(), "BATCHHOOK_API_KEY") || !strings.Contains(err.Error(), "placeholder") {
 			t.Fatalf("Load = %v, want an error naming BATCHHOOK_API_KEY and the placeholder", err)
 		}
@@ -32,7 +32,7 @@ func TestLoadRefusesTheManifestsPlaceholders(t *testing.T) {
 		// As the kubelet writes a Secret's key: no final newline.
 		path := writeFile(t, value)
 		t.Setenv("BATCHHOOK_SIGNING_SECRET_FILE", path)
-		_, err := config.Load()
+		_, err := config.Load(config.TestSinks)
 		if err == nil || !namesVar(err.Error(), "BATCHHOOK_SIGNING_SECRET_FILE") || !strings.Contains(err.Error(), path) {
 			t.Fatalf("Load = %v, want an error naming BATCHHOOK_SIGNING_SECRET_FILE and %s", err, path)
 		}

@@ -1,6 +1,6 @@
 package config_test
 
-// Secrets whose last bytes are probably a slip (issue 14, item 9).
+// Secrets whose last bytes are probably a slip.
 
 import (
 	"os"

@@ -13,8 +13,19 @@ import (
 	"strings"
 )
 
-// KnownSinks are the sink names BATCHHOOK_SINKS accepts (issue 11).
-var KnownSinks = []string{"file", "http", "exec", "kafka", "nats"}
+// SinkRule is what Validate needs to know of one sink: its name in
+// BATCHHOOK_SINKS and the checks of its own variables. config knows no
+// sink by itself: the daemon's sink registry (daemon.SinkRules) hands the
+// rules to Load and Validate, so that a sink is registered in one place.
+type SinkRule struct {
+	Name string
+	// Check validates the sink's variables when BATCHHOOK_SINKS names it;
+	// nil when it has none.
+	Check func(*Config) error
+	// CheckPayments validates its payment variables when BATCHHOOK_SINKS
+	// names it, after every Check; nil when it has none.
+	CheckPayments func(*Config) error
+}
 
 // SinkNames returns the sinks of BATCHHOOK_SINKS in the order given,
 // without blanks or repeats. Validate has checked them.
@@ -27,16 +38,6 @@ func (c *Config) SinkNames() []string {
 	}
 	return out
 }
-
-// DeliverySinks returns the configured sinks other than file: the ones
-// with an outbox in the store.
-func (c *Config) DeliverySinks() []string {
-	return slices.DeleteFunc(c.SinkNames(), func(s string) bool { return s == "file" })
-}
-
-// KeepExports reports whether file is a configured sink: otherwise an
-// export is removed once every sink has delivered it.
-func (c *Config) KeepExports() bool { return slices.Contains(c.SinkNames(), "file") }
 
 // ExecSinkArgv returns BATCHHOOK_EXEC_SINK_COMMAND decoded (Validate has
 // checked it): the argv of the exec sink, without the export directory
@@ -65,45 +66,51 @@ func DecodeSinkSecret(s Secret) (Secret, error) {
 	return Secret(key), nil
 }
 
-// validateSinks checks BATCHHOOK_SINKS and the variables of each sink it
-// names; it returns the first problem, naming the variable.
-func (c *Config) validateSinks() error {
+// validateSinks checks BATCHHOOK_SINKS against sinks and the variables
+// of each sink it names, in the order of sinks; it returns the first
+// problem, naming the variable.
+func (c *Config) validateSinks(sinks []SinkRule) error {
+	var known []string
+	for _, r := range sinks {
+		known = append(known, r.Name)
+	}
 	names := c.SinkNames()
 	if len(names) == 0 {
-		return fmt.Errorf("%s: must name at least one sink (%s)", Var("SINKS"), strings.Join(KnownSinks, ", "))
+		return fmt.Errorf("%s: must name at least one sink (%s)", Var("SINKS"), strings.Join(known, ", "))
 	}
 	for _, n := range names {
-		if !slices.Contains(KnownSinks, n) {
-			return fmt.Errorf("%s: unknown sink %s (want a comma list of %s)", Var("SINKS"), strconv.Quote(n), strings.Join(KnownSinks, ", "))
+		if !slices.Contains(known, n) {
+			return fmt.Errorf("%s: unknown sink %s (want a comma list of %s)", Var("SINKS"), strconv.Quote(n), strings.Join(known, ", "))
 		}
 	}
 	if c.SinkWorkers < 1 || c.SinkWorkers > 64 {
 		return fmt.Errorf("%s: must be between 1 and 64", Var("SINK_WORKERS"))
 	}
-	if slices.Contains(names, "http") {
-		if err := c.validateHTTPSink(); err != nil {
-			return err
-		}
-	}
-	if slices.Contains(names, "exec") {
-		if err := c.validateExecSink(); err != nil {
-			return err
-		}
-	}
-	if slices.Contains(names, "kafka") {
-		if err := c.validateKafkaSink(); err != nil {
-			return err
-		}
-	}
-	if slices.Contains(names, "nats") {
-		if err := c.validateNATSSink(); err != nil {
-			return err
+	for _, r := range sinks {
+		if r.Check != nil && slices.Contains(names, r.Name) {
+			if err := r.Check(c); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-func (c *Config) validateHTTPSink() error {
+// validatePaymentSinks runs the payment checks of the sinks named.
+func (c *Config) validatePaymentSinks(sinks []SinkRule) error {
+	names := c.SinkNames()
+	for _, r := range sinks {
+		if r.CheckPayments != nil && slices.Contains(names, r.Name) {
+			if err := r.CheckPayments(c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ValidateHTTPSink checks the http sink's variables.
+func (c *Config) ValidateHTTPSink() error {
 	if c.HTTPSinkURL == "" {
 		return fmt.Errorf("%s: required when %s includes http", Var("HTTP_SINK_URL"), Var("SINKS"))
 	}
@@ -130,7 +137,8 @@ func (c *Config) validateHTTPSink() error {
 	return nil
 }
 
-func (c *Config) validateExecSink() error {
+// ValidateExecSink checks the exec sink's variables.
+func (c *Config) ValidateExecSink() error {
 	v := Var("EXEC_SINK_COMMAND")
 	if c.ExecSinkCommand == "" {
 		return fmt.Errorf("%s: required when %s includes exec (a JSON array such as [\"/usr/local/bin/load\",\"--quiet\"])", v, Var("SINKS"))

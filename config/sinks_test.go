@@ -17,7 +17,7 @@ const whsec24 = "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYX"
 func TestSinkDefaults(t *testing.T) {
 	requiredEnv(t)
 	c := mustLoad(t)
-	if strings.Join(c.SinkNames(), ",") != "file" || !c.KeepExports() || len(c.DeliverySinks()) != 0 ||
+	if strings.Join(c.SinkNames(), ",") != "file" ||
 		c.SinkWorkers != 2 || c.HTTPSinkMaxItems != 1000 || c.HTTPSinkTimeout != 30*time.Second ||
 		c.ExecSinkTimeout != 5*time.Minute || c.ExecSinkLogOutput {
 		t.Fatalf("defaults: %+v", c)
@@ -32,8 +32,8 @@ func TestSinksWithHTTPAndExec(t *testing.T) {
 	t.Setenv("BATCHHOOK_EXEC_SINK_COMMAND", `["sh","-c","exit 0"]`)
 	t.Setenv("BATCHHOOK_EXEC_SINK_LOG_OUTPUT", "true")
 	c := mustLoad(t)
-	if got := strings.Join(c.DeliverySinks(), ","); got != "http,exec" || c.KeepExports() {
-		t.Fatalf("delivery sinks %q keep %v", got, c.KeepExports())
+	if got := strings.Join(c.SinkNames(), ","); got != "http,exec" {
+		t.Fatalf("sinks %q", got)
 	}
 	key, err := config.DecodeSinkSecret(c.HTTPSinkSecret)
 	want := make([]byte, 24)
@@ -96,7 +96,7 @@ func TestSinkErrorsNameTheVariable(t *testing.T) {
 					t.Setenv("BATCHHOOK_"+k, v)
 				}
 			}
-			_, err := config.Load()
+			_, err := config.Load(config.TestSinks)
 			if err == nil || !namesVar(err.Error(), tt.want) {
 				t.Fatalf("error %v does not name %s", err, tt.want)
 			}

@@ -6,10 +6,6 @@ import (
 	"strings"
 )
 
-// secretNames are the secrets Load reads itself (each also from a _FILE):
-// envconfig does not see them, so Variables and VariableDocs add them.
-var secretNames = []string{"SIGNING_SECRET", "API_KEY", "ADMIN_TOKEN", "HTTP_SINK_SECRET", "KAFKA_SASL_PASSWORD", "NATS_TOKEN", "PAYMENTS_SIGNING_SECRET"}
-
 // VarDoc is one daemon variable and its default as `batchhook serve
 // --help` shows it.
 type VarDoc struct {
@@ -22,7 +18,10 @@ type VarDoc struct {
 // definition: Config's fields and tags. serve --help prints it, so the two
 // cannot drift.
 func VariableDocs() []VarDoc {
-	required := map[string]bool{"SIGNING_SECRET": true, "API_KEY": true, "API_BASE_URL": true}
+	required := map[string]bool{"API_BASE_URL": true}
+	for _, s := range Secrets {
+		required[s.Name] = s.Required
+	}
 	rules := map[string]string{"EXPORT_DIR": "$" + Var("DATA_DIR") + "/exports"}
 	t := reflect.TypeOf(Config{})
 	var out []VarDoc
@@ -58,13 +57,12 @@ func doc(short string, required map[string]bool, rules map[string]string, def st
 	return d
 }
 
+// isSecret reports whether short names one of Secrets: envconfig does not
+// see them (Load reads them itself), so VariableDocs adds each before its
+// _FILE.
 func isSecret(short string) bool {
-	for _, s := range secretNames {
-		if s == short {
-			return true
-		}
-	}
-	return false
+	_, ok := secretVar(short)
+	return ok
 }
 
 // Setting is one variable's effective value, as `batchhook config check`
@@ -83,16 +81,13 @@ func (c *Config) Effective() []Setting {
 	for _, ev := range envVars() {
 		fields[ev.Key] = ev.Field
 	}
-	secrets := map[string]Secret{"SIGNING_SECRET": c.SigningSecret, "API_KEY": c.APIKey, "ADMIN_TOKEN": c.AdminToken,
-		"HTTP_SINK_SECRET": c.HTTPSinkSecret, "KAFKA_SASL_PASSWORD": c.KafkaSASLPassword, "NATS_TOKEN": c.NatsToken,
-		"PAYMENTS_SIGNING_SECRET": c.PaymentsSigningSecret}
 	var out []Setting
 	for _, d := range VariableDocs() {
 		short := d.Name[len(Prefix)+1:]
 		s := Setting{Name: d.Name}
-		if sec, ok := secrets[short]; ok {
+		if sv, ok := secretVar(short); ok {
 			s.Value = "(unset)"
-			if len(sec) > 0 {
+			if sec := sv.Value(c); len(sec) > 0 {
 				s.Value = "fingerprint " + sec.Fingerprint()
 			}
 		} else if f := v.FieldByName(fields[d.Name]); f.IsValid() {

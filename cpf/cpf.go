@@ -1,5 +1,5 @@
 // Package cpf validates and normalises Brazilian CPF numbers for batch
-// submission (issue 6) and masks them for messages. A CPF is personal data:
+// submission and masks them for messages. A CPF is personal data:
 // Mask is the only form in which one may appear in output meant for people,
 // and never in logs.
 package cpf

@@ -20,7 +20,7 @@ import (
 	"github.com/batchhook/batchhook/store"
 )
 
-// The fetch side's ratio (issue 15): BenchmarkFetchExport's items/s over
+// The fetch side's ratio: BenchmarkFetchExport's items/s over
 // BenchmarkFetchDiscard's, measured in the same invocation, interleaved:
 //
 //	go test -run XXX -bench 'BenchmarkFetch(Export|Discard)$' -benchtime 100x -count 5 ./daemon/

@@ -1,8 +1,12 @@
-// Package daemon owns batchhook's lifecycle: it wires the store, the
-// receiver, the fetcher and the export sink, starts them in order, and stops
-// them in the reverse order (stop taking webhooks, stop the workers, close
-// the database last). The serve command, the demo and the tests all run the
-// daemon through it.
+// Package daemon is batchhook's lifecycle owner, the top of the house
+// below the commands. It wires every stage to the store: the webhook
+// receiver, the fetcher and its export directory, the submitter and
+// reconciler, the delivery and payment dispatchers with the sinks of its
+// registry (sinkKinds), the purger, erasures, metrics and the admin API.
+// It starts them in order and stops them in reverse (stop taking webhooks,
+// stop the loops, then the dispatchers and sinks, close the database
+// last), and it reloads the secrets on SIGHUP. The serve command, the demo
+// and the tests all run batchhook through it.
 package daemon
 
 import (
@@ -45,21 +49,18 @@ type Daemon struct {
 	cfg config.Config
 	log zerolog.Logger
 
-	// The secrets are swapped whole on reload; readers load them per use.
-	secret     atomic.Pointer[config.Secret]
-	apiKey     atomic.Pointer[config.Secret]
-	adminToken atomic.Pointer[config.Secret]
-	// httpSinkKey is the http sink's decoded HMAC key (whsec_ secret).
-	httpSinkKey atomic.Pointer[config.Secret]
-	// paySecret is the payments webhook's signing secret (issue 13).
-	paySecret atomic.Pointer[config.Secret]
-	reloadMu  sync.Mutex
+	// secrets are the reloadable secrets, swapped whole on reload
+	// (reload.go); readers load them per use.
+	secrets  heldSecrets
+	reloadMu sync.Mutex
 	// makeSinks builds the delivery sinks (buildSinks; tests put their
 	// own sink in).
 	makeSinks func(config.Config, func() []byte) (map[string]sink.Sink, error)
 
-	store     *store.Store
-	sink      *export.Dir
+	store *store.Store
+	// exports is the export directory: the fetcher stages and publishes
+	// into it, the sinks read what it published.
+	exports   *export.Dir
 	metrics   *metrics.Metrics
 	recv      *receiver.Server
 	submitter *submit.Submitter
@@ -116,12 +117,7 @@ func New(cfg config.Config, log zerolog.Logger) *Daemon {
 	d.makeSinks = func(c config.Config, key func() []byte) (map[string]sink.Sink, error) {
 		return buildSinks(c, key, func(name string) (string, error) { return d.store.StableID(name) }, log)
 	}
-	d.secret.Store(&cfg.SigningSecret)
-	d.apiKey.Store(&cfg.APIKey)
-	d.adminToken.Store(&cfg.AdminToken)
-	d.paySecret.Store(&cfg.PaymentsSigningSecret)
-	key, _ := config.DecodeSinkSecret(cfg.HTTPSinkSecret) // checked by Validate when http is configured
-	d.httpSinkKey.Store(&key)
+	d.secrets = holdSecrets(&cfg)
 	return d
 }
 
@@ -153,7 +149,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 			Msg("batch records moved to this version's layout (once per database; an older batchhook cannot read it)")
 	}
 	// Before any worker: Finish queues a delivery for each of these.
-	d.store.SetSinks(cfg.DeliverySinks())
+	d.store.SetSinks(deliverySinks(cfg))
 	if n, err := d.store.ReleaseLeases(time.Now()); err != nil {
 		return err
 	} else if n > 0 {
@@ -169,14 +165,14 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 			Int("chunk", c.Index).Int("cpfs", c.CPFCount).Str("reason", c.LastError).
 			Msg("the provider may have accepted this chunk; it is not sent again automatically (see README, submit_unknown)")
 	}
-	if d.sink, err = export.New(cfg.ExportDir); err != nil {
+	if d.exports, err = export.New(cfg.ExportDir); err != nil {
 		return dirError("EXPORT_DIR", cfg.ExportDir, err)
 	}
 	if err := d.recoverExports(); err != nil {
 		return err
 	}
 	d.metrics = metrics.New(d.store, time.Now)
-	d.metrics.InitSinks(cfg.DeliverySinks())
+	d.metrics.InitSinks(deliverySinks(cfg))
 	d.metrics.Init(metricLabels())
 	d.metrics.PreviousRun(d.previousFailed)
 	disp, err := d.dispatcher()
@@ -194,12 +190,12 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		return err
 	}
 	d.provider = d.watchProvider()
-	client, err := pageClient(cfg, func() []byte { return *d.apiKey.Load() }, d.provider.Observe)
+	client, err := pageClient(cfg, d.secrets.current("API_KEY"), d.provider.Observe)
 	if err != nil {
 		return err
 	}
 	f, err := fetcher.New(fetcher.Options{
-		Queue: d.store, Sink: d.sink, Pager: client, Workers: cfg.FetchWorkers,
+		Queue: d.store, Stager: d.exports, Pager: client, Workers: cfg.FetchWorkers,
 		Logger:    d.log.With().Str("component", "fetcher").Logger(),
 		Retention: cfg.Retention, NotFoundGrace: cfg.NotFoundGrace, PageLimit: cfg.PageLimit,
 		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Observer: d.metrics,
@@ -225,7 +221,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	}
 	d.recv, err = receiver.New(receiver.Options{
 		Path: cfg.WebhookPath, MaxBodyBytes: cfg.MaxBodyBytes,
-		Secret: func() []byte { return *d.secret.Load() }, Store: d.store,
+		Secret: d.secrets.current("SIGNING_SECRET"), Store: d.store,
 		Logger: d.log.With().Str("component", "receiver").Logger(), Observer: d.metrics,
 		MaxConnections: cfg.MaxConnections, LogDropped: d.metrics.LogLineDropped,
 		Payments: d.paymentsWebhook(), TrustedProxies: proxies,
@@ -235,7 +231,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		return err
 	}
 	d.admin, err = admin.New(admin.Options{
-		Store: d.store, Token: func() []byte { return *d.adminToken.Load() }, Metrics: d.metrics.Handler(),
+		Store: d.store, Token: d.secrets.current("ADMIN_TOKEN"), Metrics: d.metrics.Handler(),
 		Submissions: svc, SubmitWait: sub.Wait, Erasures: eraser, MaxSubmissionBytes: cfg.MaxSubmissionBytes, Retention: cfg.Retention,
 		Ready: d.ready, Warnings: d.warnings, Logger: d.log.With().Str("component", "admin").Logger(),
 		LogDropped: d.metrics.LogLineDropped, Payments: d.store, PaymentsEnabled: cfg.PaymentsEnabled(),
@@ -284,7 +280,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 
 	d.log.Info().Str("component", "daemon").Str("event", "started").Str("listen_addr", d.addr.String()).
 		Str("admin_addr", d.adminAddr.String()).Bool("admin_token", len(cfg.AdminToken) > 0).
-		Str("webhook_path", cfg.WebhookPath).Str("data_dir", absPath(cfg.DataDir)).Str("export_dir", d.sink.Root()).
+		Str("webhook_path", cfg.WebhookPath).Str("data_dir", absPath(cfg.DataDir)).Str("export_dir", d.exports.Root()).
 		Str("api_base_url", cfg.APIBaseURL).Int("fetch_workers", cfg.FetchWorkers).
 		Strs("sinks", cfg.SinkNames()).Int("sink_workers", cfg.SinkWorkers).
 		Str("signing_secret_fingerprint", cfg.SigningSecret.Fingerprint()).
@@ -341,7 +337,7 @@ func (d *Daemon) watchStore(ctx context.Context) error {
 func (d *Daemon) Addr() net.Addr { return d.addr }
 
 // ExportDir is the absolute export root.
-func (d *Daemon) ExportDir() string { return d.sink.Root() }
+func (d *Daemon) ExportDir() string { return d.exports.Root() }
 
 // Batch returns the record of a batch.
 func (d *Daemon) Batch(id string) (*store.Batch, error) { return d.store.Get(id) }
@@ -414,13 +410,13 @@ func (d *Daemon) stop(ctx context.Context, logStopped bool) error {
 // dispatcher builds the sinks and the dispatcher that drives them.
 func (d *Daemon) dispatcher() (*dispatch.Dispatcher, error) {
 	cfg := d.cfg
-	sinks, err := d.makeSinks(cfg, func() []byte { return *d.httpSinkKey.Load() })
+	sinks, err := d.makeSinks(cfg, d.secrets.current("HTTP_SINK_SECRET"))
 	if err != nil {
 		return nil, err
 	}
 	d.sinks = sinks
 	return dispatch.New(dispatch.Options{
-		Outbox: d.store, Exports: d.sink, Sinks: sinks, Workers: cfg.SinkWorkers, KeepExports: cfg.KeepExports(),
+		Outbox: d.store, Exports: d.exports, Sinks: sinks, Workers: cfg.SinkWorkers, KeepExports: keepExports(cfg),
 		BackoffBase: cfg.BackoffBase, BackoffMax: cfg.BackoffMax, Observer: d.metrics,
 		Logger: d.log.With().Str("component", "dispatcher").Logger(),
 	})

@@ -38,7 +38,7 @@ func testConfig(t *testing.T, dir string) (config.Config, net.Listener, *lookups
 	}
 	t.Cleanup(func() { sim.Close(context.Background()) })
 	cfg.APIBaseURL = sim.URL()
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(SinkRules()); err != nil {
 		t.Fatal(err)
 	}
 	return cfg, ln, sim

@@ -13,8 +13,8 @@ func (d *Daemon) erasures() (*erasure.Service, error) {
 	if _, err := d.store.ErasureKey(); err != nil {
 		return nil, err
 	}
-	d.sink.SetErasures(d.cfg.ItemCPFField, d.store.ErasureMatcher)
-	o := erasure.Options{Store: d.store, Exports: d.sink, CPFField: d.cfg.ItemCPFField,
+	d.exports.SetErasures(d.cfg.ItemCPFField, d.store.ErasureMatcher)
+	o := erasure.Options{Store: d.store, Exports: d.exports, CPFField: d.cfg.ItemCPFField,
 		Logger: d.log.With().Str("component", "erasure").Logger(), Observer: d.metrics.Erasures()}
 	if d.paymentFiles != nil { // never a typed nil in the interface
 		o.PaymentFiles = d.paymentFiles

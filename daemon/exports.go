@@ -10,7 +10,7 @@ import (
 // put back, a stale old copy (personal data) is removed. It runs at start,
 // before any worker, and logs what it did.
 func (d *Daemon) recoverExports() error {
-	r, err := d.sink.Recover()
+	r, err := d.exports.Recover()
 	if err != nil {
 		return fmt.Errorf("recover export staging: %w", err)
 	}
@@ -28,7 +28,7 @@ func (d *Daemon) recoverExports() error {
 			Msg("rewrites without an erased CPF cut short by a crash were removed; their erasure resumes")
 	}
 	for _, name := range r.Kept {
-		log.Warn().Str("event", "export_aside_kept").Str("path", filepath.Join(d.sink.Root(), ".partial", name)).
+		log.Warn().Str("event", "export_aside_kept").Str("path", filepath.Join(d.exports.Root(), ".partial", name)).
 			Msg("an old export left aside is not complete and no export is published for its batch; left for an operator")
 	}
 	return nil

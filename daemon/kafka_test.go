@@ -48,7 +48,7 @@ func TestKafkaUnreachableBrokerDoesNotStopTheStart(t *testing.T) {
 	}
 	cfg.Sinks, cfg.KafkaBrokers, cfg.KafkaTimeout = "file,kafka", down.Addr().String(), time.Second
 	down.Close()
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(SinkRules()); err != nil {
 		t.Fatal(err)
 	}
 	d := New(cfg, zerolog.Nop())

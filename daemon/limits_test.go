@@ -19,7 +19,7 @@ import (
 )
 
 // MAX_CONNECTIONS reaches the webhook listener, and lines dropped by the
-// strangers' sampler reach the metrics (issue 10, items 9 and 10).
+// strangers' sampler reach the metrics.
 func TestConnectionCapAndDroppedLinesAreWired(t *testing.T) {
 	srv := httptest.NewServer(&strictProvider{})
 	defer srv.Close()
@@ -30,7 +30,7 @@ func TestConnectionCapAndDroppedLinesAreWired(t *testing.T) {
 	cfg.SigningSecret, cfg.APIKey, cfg.APIBaseURL = config.Secret("s"), config.Secret("k"), srv.URL
 	cfg.FetchWorkers = 0
 	cfg.MaxConnections = 1
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(SinkRules()); err != nil {
 		t.Fatal(err)
 	}
 	d := New(cfg, zerolog.New(&testutil.SyncBuffer{}))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -17,7 +18,7 @@ import (
 	"github.com/batchhook/batchhook/sink/natssink"
 )
 
-// The payments product's delivery (issue 13): the payment sinks are
+// The payments product's delivery: the payment sinks are
 // BATCHHOOK_SINKS minus exec (an exec sink is handed an export directory,
 // which a payment event is not), file included when listed. The kafka and
 // nats sinks are the same objects as for batches (one producer, one
@@ -40,7 +41,7 @@ func (d *Daemon) paymentDispatcher() (*dispatch.Payments, error) {
 	if !d.payments {
 		return nil, nil
 	}
-	names := cfg.PaymentSinkNames()
+	names := paymentSinks(cfg)
 	d.store.SetPaymentSinks(names)
 	log := d.log.With().Str("component", "payments").Logger()
 	if err := d.raisePaymentSeq(log); err != nil {
@@ -48,12 +49,13 @@ func (d *Daemon) paymentDispatcher() (*dispatch.Payments, error) {
 	}
 	if len(names) == 0 {
 		log.Warn().Str("event", "payment_sinks_none").Strs("sinks", cfg.SinkNames()).
-			Msg("payment events are logged but delivered nowhere: exec does not take them; add file, http, kafka or nats to BATCHHOOK_SINKS")
+			Msg("payment events are logged but delivered nowhere: " + noPayments(cfg) + "; add " + orList(paymentKinds()) + " to BATCHHOOK_SINKS")
 		return nil, nil
 	}
 	sinks := make(map[string]sink.PaymentSink, len(names))
 	for _, name := range names {
-		if name == "file" {
+		k, _ := kindOf(name)
+		if k.New == nil { // file: the day files below the export directory
 			sinks[name] = d.paymentFiles
 			continue
 		}
@@ -61,8 +63,8 @@ func (d *Daemon) paymentDispatcher() (*dispatch.Payments, error) {
 		if !ok {
 			return nil, fmt.Errorf("%s: the %s sink cannot take payment events", config.Var("SINKS"), name)
 		}
-		if ns, ok := ps.(*natssink.Sink); ok {
-			if err := d.checkNATSPayments(ns); err != nil {
+		if k.StartPayments != nil {
+			if err := k.StartPayments(d, ps); err != nil {
 				return nil, err
 			}
 		}
@@ -97,10 +99,15 @@ func (d *Daemon) raisePaymentSeq(log zerolog.Logger) error {
 	return nil
 }
 
-// checkNATSPayments is the start check of the payments subject
-// (DECISIONS 30): a reachable server without a stream for it stops the
-// start (exit 2); an unreachable one is a warning, and deliveries retry.
-func (d *Daemon) checkNATSPayments(ns *natssink.Sink) error {
+// checkNATSPayments is the start check of the nats sink's payments
+// subject (DECISIONS 30): a reachable server without a stream for it stops
+// the start (exit 2); an unreachable one is a warning, and deliveries
+// retry.
+func checkNATSPayments(d *Daemon, ps sink.PaymentSink) error {
+	ns, ok := ps.(*natssink.Sink)
+	if !ok {
+		return nil // a test's stand-in
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), natsCheckTimeout)
 	defer cancel()
 	switch err := ns.CheckPayments(ctx); {
@@ -111,6 +118,41 @@ func (d *Daemon) checkNATSPayments(ns *natssink.Sink) error {
 			Str("error", err.Error()).Msg("the NATS server did not answer at start; payment deliveries retry until it does")
 	}
 	return nil
+}
+
+// paymentKinds are the names of the sinks that take payment events.
+func paymentKinds() []string {
+	var out []string
+	for _, k := range sinkKinds {
+		if k.Payments {
+			out = append(out, k.Name)
+		}
+	}
+	return out
+}
+
+// noPayments says which configured sinks take no payment events, for the
+// warning that none does.
+func noPayments(cfg config.Config) string {
+	var out []string
+	for _, name := range cfg.SinkNames() {
+		if k, _ := kindOf(name); !k.Payments {
+			out = append(out, name)
+		}
+	}
+	verb := " does"
+	if len(out) > 1 {
+		verb = " do"
+	}
+	return orList(out) + verb + " not take them"
+}
+
+// orList joins names as "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // PaymentFiles is the file payment sink (nil when payments are off or

@@ -25,7 +25,7 @@ func TestReloadRefusesThePaymentsSecretEqualToTheBatchSecret(t *testing.T) {
 	}
 	cfg.PaymentsSigningSecretFile = file
 	cfg.PaymentsSigningSecret, _ = config.ReadSecretFile(file)
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(SinkRules()); err != nil {
 		t.Fatal(err)
 	}
 	logs := &testutil.SyncBuffer{}

@@ -21,7 +21,7 @@ func TestPaymentSeqsAfterARestoreAreNotReused(t *testing.T) {
 	dir := t.TempDir()
 	cfg, ln, _ := testConfig(t, dir)
 	cfg.Sinks = "file"
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(SinkRules()); err != nil {
 		t.Fatal(err)
 	}
 	start := func() *Daemon {

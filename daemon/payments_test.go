@@ -21,6 +21,7 @@ import (
 
 	"github.com/batchhook/batchhook/config"
 	"github.com/batchhook/batchhook/sink/filesink"
+	"github.com/batchhook/batchhook/sink/natssink"
 	"github.com/batchhook/batchhook/store"
 )
 
@@ -84,7 +85,7 @@ func TestPaymentsFlowToTheirSinks(t *testing.T) {
 	defer srv.Close()
 	cfg.Sinks, cfg.ExecSinkCommand = "file,exec,http", `["/bin/true"]`
 	cfg.HTTPSinkURL, cfg.HTTPSinkSecret = srv.URL+"/hook", config.Secret("whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYX")
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(SinkRules()); err != nil {
 		t.Fatal(err)
 	}
 	d := New(cfg, zerolog.Nop())
@@ -224,10 +225,10 @@ func TestNATSPaymentsSubjectNeedsAStream(t *testing.T) {
 	// The results subject has a stream (made by the check, then switched
 	// off); the payments subject has none.
 	cfg.NatsCreateStream = true
-	if s, err := buildNATSSink(cfg, zerolog.Nop()); err != nil {
+	if s, err := newNATSSink(cfg, sinkEnv{log: zerolog.Nop()}); err != nil {
 		t.Fatal(err)
 	} else {
-		s.Close()
+		s.(*natssink.Sink).Close()
 	}
 	cfg.NatsCreateStream = false
 	d := New(cfg, zerolog.Nop())

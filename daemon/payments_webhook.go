@@ -5,7 +5,7 @@ import (
 	"github.com/batchhook/batchhook/receiver"
 )
 
-// paymentsWebhook is the receiver's payments part (issue 13), nil when no
+// paymentsWebhook is the receiver's payments part, nil when no
 // payments secret is configured (the path is then a 404). Call it after
 // the metrics exist.
 func (d *Daemon) paymentsWebhook() *receiver.PaymentOptions {
@@ -14,7 +14,7 @@ func (d *Daemon) paymentsWebhook() *receiver.PaymentOptions {
 		return nil
 	}
 	return &receiver.PaymentOptions{
-		Path: d.cfg.PaymentsWebhookPath, Secret: func() []byte { return *d.paySecret.Load() },
+		Path: d.cfg.PaymentsWebhookPath, Secret: d.secrets.current("PAYMENTS_SIGNING_SECRET"),
 		DedupFields: d.cfg.PaymentsDedupPaths(), Store: d.store, Observer: obs,
 	}
 }

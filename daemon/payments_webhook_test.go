@@ -42,7 +42,7 @@ func TestPaymentsWebhookIsWiredAndItsSecretReloaded(t *testing.T) {
 	}
 	cfg.PaymentsSigningSecretFile = file
 	cfg.PaymentsSigningSecret, _ = config.ReadSecretFile(file)
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(SinkRules()); err != nil {
 		t.Fatal(err)
 	}
 	logs := &testutil.SyncBuffer{}

@@ -12,7 +12,7 @@ import (
 func (d *Daemon) purger() (*purge.Purger, error) {
 	d.metrics.InitPurged(purge.Kinds)
 	o := purge.Options{
-		Store: d.store, Files: exportFiles{d.sink}, Observer: d.metrics,
+		Store: d.store, Files: exportFiles{d.exports}, Observer: d.metrics,
 		Logger:          d.log.With().Str("component", "purger").Logger(),
 		ExportRetention: d.cfg.ExportRetention, RecordRetention: d.cfg.RecordRetention, Interval: d.cfg.PurgeInterval,
 	}

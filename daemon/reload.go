@@ -4,15 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/batchhook/batchhook/config"
 	"github.com/batchhook/batchhook/fetcher"
 )
 
-// Reload re-reads the secret files (SIGHUP). Each secret configured through
-// a _FILE variable is read again; all are checked before any is swapped,
-// so a reload that fails (a file missing or empty) keeps every old value.
+// Reload re-reads the secret files (SIGHUP). Each reloadable secret of
+// config.Secrets configured through its _FILE variable is read again (a
+// sink's secret only when that sink is configured); all are checked before
+// any is swapped, so a reload that fails (a file missing or empty) keeps
+// every old value.
 // A new signing secret applies to the next request: the provider switches
 // at once and there is no window where both are accepted. Batches waiting
 // out a 401/403 backoff are retried at once.
@@ -22,46 +25,32 @@ func (d *Daemon) Reload() error {
 	log := d.log.With().Str("component", "daemon").Logger()
 	type swap struct {
 		name string
-		ptr  interface {
-			Load() *config.Secret
-			Store(*config.Secret)
-		}
+		ptr  *atomic.Pointer[config.Secret]
 		next config.Secret
 	}
 	var swaps []swap
-	for _, s := range []struct {
-		name, file string
-		ptr        interface {
-			Load() *config.Secret
-			Store(*config.Secret)
-		}
-	}{
-		{"SIGNING_SECRET", d.cfg.SigningSecretFile, &d.secret},
-		{"API_KEY", d.cfg.APIKeyFile, &d.apiKey},
-		{"ADMIN_TOKEN", d.cfg.AdminTokenFile, &d.adminToken},
-		{"HTTP_SINK_SECRET", d.httpSinkSecretFile(), &d.httpSinkKey},
-		{"PAYMENTS_SIGNING_SECRET", d.cfg.PaymentsSigningSecretFile, &d.paySecret},
-	} {
-		if s.file == "" {
+	for _, s := range config.Secrets {
+		file := s.File(&d.cfg)
+		if !s.Reload || file == "" || (s.Sink != "" && !slices.Contains(d.cfg.SinkNames(), s.Sink)) {
 			continue
 		}
-		next, mode, err := config.ReadSecretFileMode(s.file)
-		if err == nil && s.name == "HTTP_SINK_SECRET" {
-			next, err = config.DecodeSinkSecret(next) // the sink signs with the decoded key
+		next, mode, err := config.ReadSecretFileMode(file)
+		if err == nil && s.Key != nil {
+			next, err = s.Key(next) // the value the daemon uses (the http sink's decoded key)
 		}
 		if err != nil {
-			err = fmt.Errorf("%s: %w", config.Var(s.name+"_FILE"), err)
+			err = fmt.Errorf("%s: %w", config.Var(s.Name+"_FILE"), err)
 			log.Error().Str("event", "secret_reload_failed").Err(err).Msg("reload failed; every old value is kept")
 			d.metrics.SecretsReloaded(false)
 			return err
 		}
-		if w := config.SecretFileWarning(s.name, s.file, mode); w != nil {
+		if w := config.SecretFileWarning(s.Name, file, mode); w != nil {
 			log.Warn().Str("event", w.Event).Str("variable", w.Variable).Str("path", absPath(w.Path)).
 				Str("mode", fmt.Sprintf("%04o", w.Mode)).Msg(w.Message)
 		}
-		swaps = append(swaps, swap{s.name, s.ptr, next})
+		swaps = append(swaps, swap{s.Name, d.secrets[s.Name], next})
 	}
-	batch, pay := *d.secret.Load(), *d.paySecret.Load()
+	batch, pay := d.secrets.current("SIGNING_SECRET")(), d.secrets.current("PAYMENTS_SIGNING_SECRET")()
 	for _, s := range swaps {
 		switch s.name {
 		case "SIGNING_SECRET":
@@ -99,13 +88,4 @@ func (d *Daemon) Reload() error {
 		log.Info().Str("event", "auth_backoff_cleared").Int("batches", n).Msg("batches waiting on a rejected API key retry now")
 	}
 	return nil
-}
-
-// httpSinkSecretFile is BATCHHOOK_HTTP_SINK_SECRET_FILE when the http sink
-// is configured (only then was the secret checked at start).
-func (d *Daemon) httpSinkSecretFile() string {
-	if !slices.Contains(d.cfg.DeliverySinks(), "http") {
-		return ""
-	}
-	return d.cfg.HTTPSinkSecretFile
 }

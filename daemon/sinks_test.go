@@ -76,7 +76,7 @@ func TestDeliveriesFlowThroughTheDaemon(t *testing.T) {
 	dir := t.TempDir()
 	cfg, ln, sim := testConfig(t, dir)
 	cfg.Sinks, cfg.ExecSinkCommand = "exec", `["/bin/true"]`
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(SinkRules()); err != nil {
 		t.Fatal(err)
 	}
 	rec := &recordingSink{name: "exec", got: map[string]string{}}
@@ -136,7 +136,7 @@ func TestReloadSwapsTheHTTPSinkKey(t *testing.T) {
 	}
 	cfg.Sinks, cfg.HTTPSinkURL, cfg.HTTPSinkSecretFile = "file,http", "https://r.example/", secret
 	cfg.HTTPSinkSecret, _ = config.ReadSecretFile(secret)
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(SinkRules()); err != nil {
 		t.Fatal(err)
 	}
 	var key func() []byte
@@ -193,7 +193,7 @@ func TestARestartResumesAnInterruptedDelivery(t *testing.T) {
 	dir := t.TempDir()
 	cfg, ln, sim := testConfig(t, dir)
 	cfg.Sinks, cfg.ExecSinkCommand = "file,exec", `["/bin/true"]`
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(SinkRules()); err != nil {
 		t.Fatal(err)
 	}
 	blocked := &blockingSink{started: make(chan string, 1)}

@@ -18,7 +18,7 @@ import (
 func (d *Daemon) submitSide(reader *fetcher.Client) (*submit.Submitter, *submit.Reconciler, *submit.Service, error) {
 	cfg := d.cfg
 	client, err := submit.NewClient(submit.ClientOptions{BaseURL: cfg.APIBaseURL,
-		APIKey: func() []byte { return *d.apiKey.Load() }, Timeout: cfg.FetchTimeout, Observe: d.provider.Observe})
+		APIKey: d.secrets.current("API_KEY"), Timeout: cfg.FetchTimeout, Observe: d.provider.Observe})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -44,7 +44,7 @@ func (d *Daemon) submitSide(reader *fetcher.Client) (*submit.Submitter, *submit.
 		Logger: d.log.With().Str("component", "submit").Logger(),
 		Rule:   submit.ResubmitRule{Field: cfg.ResubmitField, Values: cfg.ResubmitValueList(), CPFField: cfg.ItemCPFField},
 		Results: func(b store.Batch) (io.ReadCloser, error) {
-			return d.sink.OpenResults(b.ID)
+			return d.exports.OpenResults(b.ID)
 		}})
 	if err != nil {
 		return nil, nil, nil, err

@@ -87,7 +87,7 @@ func wiredDaemon(t *testing.T, p http.Handler, mod func(*config.Config)) (*Daemo
 	if mod != nil {
 		mod(&cfg)
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(SinkRules()); err != nil {
 		t.Fatal(err)
 	}
 	d := New(cfg, zerolog.Nop())

@@ -1,7 +1,8 @@
-// Package export is the default sink: it stages a batch's results under
-// $EXPORT_DIR/.partial/<batch_id>/ and publishes them with one atomic rename
-// to $EXPORT_DIR/<batch_id>/, so a downstream reader that sees the directory
-// sees a complete export. The layout is a contract with downstream systems
+// Package export is the export directory, where a batch's results land
+// before any sink delivers them: as the fetcher's Stager it stages them
+// under $EXPORT_DIR/.partial/<batch_id>/ and publishes them with one atomic
+// rename to $EXPORT_DIR/<batch_id>/, so a downstream reader that sees the
+// directory sees a complete export. The layout is a contract with downstream systems
 // (README, "Export layout").
 //
 // The results are personal data: directories are 0700, files 0600, and
@@ -73,7 +74,8 @@ func (m Manifest) VersionOr(legacy int) int {
 	return *m.Version
 }
 
-// Dir is a file sink rooted at an export directory.
+// Dir is the export directory rooted at one path: the fetcher stages and
+// publishes into it (fetcher.Stager), the sinks read its published exports.
 type Dir struct {
 	root string
 	// exchange swaps two directories atomically; tests replace it to play
@@ -101,7 +103,7 @@ func (d *Dir) syncRoot(h *handles) error {
 	return syncDir(h.root)
 }
 
-// New returns a sink rooted at root, creating root (0700) if needed. The
+// New returns the export directory rooted at root, creating root (0700) if needed. The
 // root itself is the operator's choice and may be a link; nothing under it
 // is ever followed (ErrUnsafePath), .partial included.
 func New(root string) (*Dir, error) {

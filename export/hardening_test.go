@@ -93,7 +93,7 @@ func copyExport(t *testing.T, src, dst string) {
 	}
 }
 
-// Issue 10 item 3: without RENAME_EXCHANGE, an old export left aside by an
+// Without RENAME_EXCHANGE, an old export left aside by an
 // earlier replace blocked every later refetch. With RENAME_EXCHANGE the
 // stale copy is cleared too: it is personal data.
 func TestReplaceClearsWhatAnEarlierReplaceLeftAside(t *testing.T) {
@@ -172,7 +172,7 @@ func TestRecoverRestoresTheOnlyCopyAndRemovesStaleOnes(t *testing.T) {
 	}
 }
 
-// Issue 10 item 7: Discard removes a batch's staging, and only its own.
+// Discard removes a batch's staging, and only its own.
 func TestDiscardRemovesTheStaging(t *testing.T) {
 	d := newTestDir(t)
 	raw := []json.RawMessage{json.RawMessage(`{"cpf":"52998224725"}`)}
@@ -192,7 +192,7 @@ func TestDiscardRemovesTheStaging(t *testing.T) {
 	}
 }
 
-// Issue 10 item 12: a link planted under the export root is never
+// A link planted under the export root is never
 // followed; the error names it and nothing is written outside the root.
 func TestPlantedLinksAreRefused(t *testing.T) {
 	raw := []json.RawMessage{json.RawMessage(`{"cpf":"52998224725"}`)}

@@ -1,6 +1,6 @@
 // Package fetcher turns queued batches into exports: exactly FETCH_WORKERS
 // workers lease a batch from the store, page its results from the
-// provider's API, stage each page durably through a Sink, checkpoint the
+// provider's API, stage each page durably through a Stager, checkpoint the
 // cursor after every page, and publish the export at the end. A crash
 // resumes at the next page with nothing lost or written twice.
 //
@@ -37,10 +37,13 @@ type Queue interface {
 
 var _ Queue = (*store.Store)(nil)
 
-// Sink stages and publishes the results of batches. The fetcher owns the
-// order of operations (append, checkpoint, publish); the sink owns the bytes
-// on disk. Errors are the file system's, wrapped with context.
-type Sink interface {
+// Stager stages and publishes the results of batches: the export
+// directory (*export.Dir) implements it. It is not a delivery sink: a sink
+// only ever reads an export once the Stager has published it. The fetcher
+// owns the order of operations (append, checkpoint, publish); the stager
+// owns the bytes on disk. Errors are the file system's, wrapped with
+// context.
+type Stager interface {
 	// Published returns the path of a complete export of batchID already in
 	// place (its manifest matches its results, and its directory entry is
 	// synced), when it was exported and its version (-1 when its manifest
@@ -75,7 +78,7 @@ var _ Pager = (*Client)(nil)
 // Options configures a Fetcher.
 type Options struct {
 	Queue   Queue
-	Sink    Sink
+	Stager  Stager
 	Pager   Pager
 	Logger  zerolog.Logger
 	Workers int // 0 pauses fetching
@@ -119,8 +122,8 @@ type Fetcher struct {
 
 // New returns a Fetcher; Run starts it.
 func New(o Options) (*Fetcher, error) {
-	if o.Queue == nil || o.Sink == nil || o.Pager == nil {
-		return nil, errors.New("fetcher: Queue, Sink and Pager are required")
+	if o.Queue == nil || o.Stager == nil || o.Pager == nil {
+		return nil, errors.New("fetcher: Queue, Stager and Pager are required")
 	}
 	if o.Workers < 0 || o.BackoffBase <= 0 || o.BackoffMax < o.BackoffBase || o.Retention <= 0 {
 		return nil, errors.New("fetcher: bad Workers, backoff or Retention")
@@ -205,7 +208,7 @@ func (f *Fetcher) process(ctx context.Context, b *store.Batch) {
 	log := f.log.With().Str("batch_id", b.ID).Logger()
 	// A complete export in place always wins, whatever the clock says,
 	// unless an operator asked for a refetch after it was made.
-	path, exportedAt, version, ok, err := f.o.Sink.Published(b.ID)
+	path, exportedAt, version, ok, err := f.o.Stager.Published(b.ID)
 	if err != nil {
 		f.fail(ctx, log, b, &Error{Kind: KindLocal, Err: fmt.Errorf("check the export in place: %w", err)})
 		return
@@ -240,7 +243,7 @@ func (f *Fetcher) process(ctx context.Context, b *store.Batch) {
 
 // fetch pages the batch from its checkpoint to the end and publishes it.
 func (f *Fetcher) fetch(ctx context.Context, log zerolog.Logger, b *store.Batch) (string, int, error) {
-	staged, err := f.o.Sink.Staged(b.ID)
+	staged, err := f.o.Stager.Staged(b.ID)
 	if err != nil {
 		return "", 0, fmt.Errorf("read staging: %w", err)
 	}
@@ -255,7 +258,7 @@ func (f *Fetcher) fetch(ctx context.Context, log zerolog.Logger, b *store.Batch)
 	cp := b.Checkpoint
 	if cp.Done && staged > cp.StagedBytes {
 		// Cut bytes staged after the last checkpoint before publishing.
-		if _, err := f.o.Sink.Append(b.ID, cp.StagedBytes, nil); err != nil {
+		if _, err := f.o.Stager.Append(b.ID, cp.StagedBytes, nil); err != nil {
 			return "", 0, fmt.Errorf("cut staging to checkpoint: %w", err)
 		}
 	}
@@ -317,7 +320,7 @@ func (f *Fetcher) fetch(ctx context.Context, log zerolog.Logger, b *store.Batch)
 				next1 = ahead(readCtx, f.o.Pager, b.ID, next.Cursor)
 			}
 		}
-		size, err := f.o.Sink.Append(b.ID, cp.StagedBytes, page.Items)
+		size, err := f.o.Stager.Append(b.ID, cp.StagedBytes, page.Items)
 		if err != nil {
 			return "", 0, fmt.Errorf("stage page %d: %w", cp.Pages+1, err)
 		}
@@ -335,7 +338,7 @@ func (f *Fetcher) fetch(ctx context.Context, log zerolog.Logger, b *store.Batch)
 	if err := settle(); err != nil {
 		return "", 0, err
 	}
-	path, version, err := f.o.Sink.Publish(*b, f.o.Now().UTC())
+	path, version, err := f.o.Stager.Publish(*b, f.o.Now().UTC())
 	if err != nil {
 		return "", 0, fmt.Errorf("publish export: %w", err)
 	}

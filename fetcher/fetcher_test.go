@@ -111,7 +111,7 @@ func newRig(t *testing.T, p http.Handler, workers int) *rig {
 	}
 	now := &atomic.Pointer[time.Time]{}
 	now.Store(&t0)
-	f, err := fetcher.New(fetcher.Options{Queue: st, Sink: sink, Pager: client, Logger: zerolog.Nop(), Workers: workers,
+	f, err := fetcher.New(fetcher.Options{Queue: st, Stager: sink, Pager: client, Logger: zerolog.Nop(), Workers: workers,
 		Retention: 168 * time.Hour, NotFoundGrace: time.Hour, BackoffBase: time.Second, BackoffMax: time.Minute,
 		IdlePoll: 50 * time.Millisecond, Now: func() time.Time { return *now.Load() }, Jitter: func() float64 { return 0 }})
 	if err != nil {
@@ -303,7 +303,7 @@ func TestAlreadyPublishedCompletesWithoutFetching(t *testing.T) {
 	// A second daemon database (say, restored from backup) records b1 again.
 	r2 := newRig(t, p, 1)
 	r2.sink = r.sink
-	f, _ := fetcher.New(fetcher.Options{Queue: r2.store, Sink: r.sink, Pager: failPager{}, Logger: zerolog.Nop(), Workers: 1,
+	f, _ := fetcher.New(fetcher.Options{Queue: r2.store, Stager: r.sink, Pager: failPager{}, Logger: zerolog.Nop(), Workers: 1,
 		Retention: time.Hour * 168, BackoffBase: time.Second, BackoffMax: time.Minute, Now: func() time.Time { return t0 }})
 	r2.record(t, "b1", t0)
 	if ok, err := f.RunOnce(context.Background()); !ok || err != nil {
@@ -389,7 +389,7 @@ func TestRetryIsPickedUpWithoutWaitingForTheIdlePoll(t *testing.T) {
 	sink, _ := export.New(t.TempDir())
 	client, _ := fetcher.NewClient(fetcher.ClientOptions{BaseURL: srv.URL, APIKey: func() []byte { return []byte("k") },
 		Limit: 10, CursorParam: "cursor", MaxPageBytes: 1 << 20, Timeout: 5 * time.Second})
-	f, _ := fetcher.New(fetcher.Options{Queue: st, Sink: sink, Pager: client, Logger: zerolog.Nop(), Workers: 2,
+	f, _ := fetcher.New(fetcher.Options{Queue: st, Stager: sink, Pager: client, Logger: zerolog.Nop(), Workers: 2,
 		Retention: 168 * time.Hour, BackoffBase: 20 * time.Millisecond, BackoffMax: 50 * time.Millisecond,
 		IdlePoll: time.Minute})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -476,7 +476,7 @@ func TestRejectedKeyIsLoggedAsAnError(t *testing.T) {
 	defer srv.Close()
 	c, _ := fetcher.NewClient(fetcher.ClientOptions{BaseURL: srv.URL, APIKey: func() []byte { return []byte("k") },
 		Limit: 10, CursorParam: "cursor", MaxPageBytes: 1 << 20, Timeout: time.Second})
-	f, _ := fetcher.New(fetcher.Options{Queue: r.store, Sink: r.sink, Pager: c, Logger: zerolog.New(&logs), Workers: 1,
+	f, _ := fetcher.New(fetcher.Options{Queue: r.store, Stager: r.sink, Pager: c, Logger: zerolog.New(&logs), Workers: 1,
 		Retention: time.Hour, BackoffBase: time.Second, BackoffMax: time.Minute, Now: func() time.Time { return t0 }})
 	r.record(t, "b1", t0)
 	if ok, err := f.RunOnce(context.Background()); !ok || err != nil {

@@ -57,7 +57,7 @@ func exportOnce(t *testing.T, r *rig) *store.Batch {
 	return b
 }
 
-// Issue 10 item 2: a refetch that cannot complete leaves the batch exported
+// A refetch that cannot complete leaves the batch exported
 // with its previous export and the reason, never abandoned with its path
 // cleared.
 func TestARefetchThatCannotCompleteKeepsTheExport(t *testing.T) {
@@ -110,7 +110,7 @@ func TestARefetchThatCannotCompleteKeepsTheExport(t *testing.T) {
 	}
 }
 
-// Issue 10 item 2: an export published just before a crash completes the
+// An export published just before a crash completes the
 // batch at the next start, even when that start is past retention.
 func TestAnExportPublishedBeforeACrashWinsOverRetention(t *testing.T) {
 	p := &provider{n: 3, pageSize: 10}
@@ -141,7 +141,7 @@ func TestAnExportPublishedBeforeACrashWinsOverRetention(t *testing.T) {
 	}
 }
 
-// Issue 10 item 7: a batch that is abandoned leaves no staged results.
+// A batch that is abandoned leaves no staged results.
 func TestAbandonRemovesTheStaging(t *testing.T) {
 	p := &provider{n: 25, pageSize: 10}
 	p.fail = func(_ int, offset int) int {
@@ -161,7 +161,7 @@ func TestAbandonRemovesTheStaging(t *testing.T) {
 	}
 }
 
-// Issue 10 item 7: when a crash came after the new export was swapped in
+// When a crash came after the new export was swapped in
 // but before the old one (now in staging) was removed, the next start
 // completes the batch and removes the old copy.
 func TestTheOldExportLeftInStagingIsRemoved(t *testing.T) {
@@ -247,7 +247,7 @@ func (e *endless) count() int {
 	return e.calls
 }
 
-// Issue 10 item 4: a cursor cycle, an endless cursor and a flood of items
+// A cursor cycle, an endless cursor and a flood of items
 // stop at once; the batch waits as a protocol error with the reason, its
 // staged pages removed and its checkpoint reset.
 func TestEndlessCursorsStop(t *testing.T) {
@@ -380,7 +380,7 @@ func (q *flaky) Retry(id string, at time.Time, kind, reason string, count bool, 
 	return q.Store.Retry(id, at, kind, reason, count, now)
 }
 
-// Issue 10 item 5: a failed Finish or Retry is retried in place; the batch
+// A failed Finish or Retry is retried in place; the batch
 // never stays fetching with no due entry.
 func TestAFailedTransitionIsRetriedInPlace(t *testing.T) {
 	cases := []struct {
@@ -476,7 +476,7 @@ func newRigWith(t *testing.T, p http.Handler, pageLimit int) *rig {
 // fetcherWith builds a fetcher like the rig's over q.
 func (r *rig) fetcherWith(t *testing.T, q fetcher.Queue, pageLimit int) *fetcher.Fetcher {
 	t.Helper()
-	f, err := fetcher.New(fetcher.Options{Queue: q, Sink: r.sink, Pager: r.pager, Logger: zerolog.Nop(), Workers: 1,
+	f, err := fetcher.New(fetcher.Options{Queue: q, Stager: r.sink, Pager: r.pager, Logger: zerolog.Nop(), Workers: 1,
 		Retention: week, NotFoundGrace: time.Hour, BackoffBase: time.Second, BackoffMax: time.Minute, PageLimit: pageLimit,
 		IdlePoll: 50 * time.Millisecond, Now: func() time.Time { return *r.now.Load() }, Jitter: func() float64 { return 0 }})
 	if err != nil {
@@ -485,7 +485,7 @@ func (r *rig) fetcherWith(t *testing.T, q fetcher.Queue, pageLimit int) *fetcher
 	return f
 }
 
-// Issue 10 item 2: a batch whose every page is staged and checkpointed
+// A batch whose every page is staged and checkpointed
 // (the last checkpoint says done) needs nothing more from the provider. A
 // crash, or a publish that failed (disk full), before the export appeared,
 // then a start past retention, must publish what is staged: abandoning it

@@ -43,7 +43,7 @@ func TestABatchDoesNotEndWithItsLeftoverStaged(t *testing.T) {
 	r := newRig(t, p, 1)
 	first := exportOnce(t, r)
 	sticky := &stickyStaging{Dir: r.sink}
-	f, err := fetcher.New(fetcher.Options{Queue: r.store, Sink: sticky, Pager: r.pager, Logger: zerolog.Nop(), Workers: 1,
+	f, err := fetcher.New(fetcher.Options{Queue: r.store, Stager: sticky, Pager: r.pager, Logger: zerolog.Nop(), Workers: 1,
 		Retention: week, NotFoundGrace: time.Hour, BackoffBase: time.Second, BackoffMax: time.Minute,
 		IdlePoll: 50 * time.Millisecond, Now: func() time.Time { return *r.now.Load() }, Jitter: func() float64 { return 0 }})
 	if err != nil {

@@ -45,7 +45,7 @@ func (f *Fetcher) exported(ctx context.Context, log zerolog.Logger, b *store.Bat
 // and the reason as last_error. Otherwise the batch is abandoned. Its
 // staging is removed either way: nothing will publish it.
 func (f *Fetcher) giveUp(ctx context.Context, log zerolog.Logger, b *store.Batch, reason string) {
-	path, _, _, ok, err := f.o.Sink.Published(b.ID)
+	path, _, _, ok, err := f.o.Stager.Published(b.ID)
 	if err != nil {
 		// Never abandon a batch without knowing whether its export is there.
 		f.retry(ctx, log, b, &Error{Kind: KindLocal, Err: fmt.Errorf("check the export in place (before giving up: %s): %w", reason, err)})
@@ -124,7 +124,7 @@ func (f *Fetcher) retry(ctx context.Context, log zerolog.Logger, b *store.Batch,
 // discard removes the batch's staging; a failure is logged, not fatal (the
 // next fetch of the batch cuts or replaces what is staged).
 func (f *Fetcher) discard(log zerolog.Logger, b *store.Batch) {
-	if err := f.o.Sink.Discard(b.ID); err != nil {
+	if err := f.o.Stager.Discard(b.ID); err != nil {
 		log.Warn().Str("event", "staging_remove_failed").Err(err).Msg("could not remove the batch's staged results")
 	}
 }
@@ -137,7 +137,7 @@ func (f *Fetcher) discard(log zerolog.Logger, b *store.Batch) {
 // rewrite staging). The next attempt finds the export in place and tries
 // again.
 func (f *Fetcher) leftoverGone(ctx context.Context, log zerolog.Logger, b *store.Batch) bool {
-	err := f.o.Sink.Discard(b.ID)
+	err := f.o.Stager.Discard(b.ID)
 	if err == nil {
 		return true
 	}

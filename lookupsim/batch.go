@@ -96,7 +96,7 @@ func (s *Server) expiredLocked(b *batch, now time.Time) bool {
 	return now.Sub(b.completedAt) > s.opts.Retention
 }
 
-// checkLimitsLocked applies the document's section 8 limits.
+// checkLimitsLocked applies the limits of docs/provider-api.md §8.
 func (s *Server) checkLimitsLocked(now time.Time) error {
 	if n := s.opts.SubmitPerMinute; n != Unlimited && len(s.window) >= n {
 		wait := s.window[len(s.window)-n].Add(submitWindow).Sub(now)
@@ -191,7 +191,7 @@ func (s *Server) finalize(b *batch) {
 	}
 }
 
-// notification is the webhook body, members in the document's order.
+// notification is the webhook body, members in the order of docs/provider-api.md §2.1.
 type notification struct {
 	Event          string `json:"event"`
 	BatchID        string `json:"batch_id"`

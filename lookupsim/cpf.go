@@ -7,7 +7,7 @@ import (
 	"github.com/batchhook/batchhook/cpf"
 )
 
-// MaxCPFs is the document's cap on unique CPFs per batch (section 8).
+// MaxCPFs is the cap on unique CPFs per batch (docs/provider-api.md §8).
 const MaxCPFs = 1000
 
 // normalizeCPF strips the punctuation a CPF is usually written with and

@@ -2,14 +2,14 @@
 // Lookup Service, the provider batchhook talks to. Tests, the demo and the
 // cmd/lookupsim command run against it instead of the real service.
 //
-// The provider's document fixes the endpoints' paths, the Bearer key, the
+// The provider's API (docs/provider-api.md) fixes the endpoints' paths, the Bearer key, the
 // `limit` parameter, `next_cursor`, the 1,000-CPF cap, the limits (10
 // submissions per minute, 50 batches in flight, 7 days of retention), the
 // webhook body and headers, and the signature scheme. It says "not shown"
 // for the request body, the response shapes, the status codes, the cursor
 // parameter and the result items. This comment is the one place where we
 // write down what we assume for those; everything the simulator does that
-// the document does not state follows from it.
+// docs/provider-api.md does not state follows from it.
 //
 // # Submit: POST /api/v1/batches
 //
@@ -17,7 +17,7 @@
 //     `{"error":"unauthorized"}`.
 //   - Body `{"cpfs":["12345678909", ...]}`, at most 1 MiB (else 413
 //     `{"error":"body_too_large"}`). Unknown members and trailing data are
-//     rejected: the document says the body has no webhook field.
+//     rejected: docs/provider-api.md says the body has no webhook field.
 //   - Each CPF is a string of 11 digits; `.` and `-` are tolerated and
 //     stripped. Check digits do not make a submission fail: a CPF with
 //     wrong ones (or one digit repeated) is answered not_found. Anything
@@ -85,7 +85,7 @@
 // retried after RetryBackoff, doubling, capped at one minute, up to
 // MaxAttempts. Every attempt for a batch carries the same body bytes.
 //
-// # The payments gateway and its sandbox (document 2.4, 3.2, 4.4)
+// # The payments gateway and its sandbox (docs/provider-api.md §2.4, §3.2, §4.4)
 //
 // The document shows the request fields, the transaction's fields and the
 // three simulation URLs, and says "not shown" for required fields, status

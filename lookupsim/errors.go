@@ -13,7 +13,7 @@ var (
 	// submission body or CPF, a bad limit.
 	ErrInvalid = errors.New("invalid request")
 	// ErrRateLimited is matched by a *LimitError: a submission limit of
-	// the document's section 8 is exhausted.
+	// docs/provider-api.md §8 is exhausted.
 	ErrRateLimited = errors.New("rate_limited")
 	// ErrNotFound: no such batch (or, over HTTP, its retention has passed).
 	ErrNotFound = errors.New("not_found")

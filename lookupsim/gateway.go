@@ -14,7 +14,7 @@ import (
 	"github.com/batchhook/batchhook/cpf"
 )
 
-// Gateway limits (our assumption: the document shows none).
+// Gateway limits (our assumption: docs/provider-api.md shows none).
 const (
 	// maxGatewayBody caps a deposit or withdrawal request; the fields of
 	// 4.4 take a few hundred bytes.
@@ -35,7 +35,7 @@ const (
 	kindNumber
 )
 
-// fieldSpec is one request field of document 4.4.
+// fieldSpec is one request field of docs/provider-api.md §4.4.
 type fieldSpec struct {
 	name     string
 	kind     fieldKind
@@ -43,7 +43,7 @@ type fieldSpec struct {
 }
 
 // depositFields and withdrawalFields are exactly the request fields of
-// document 4.4, in its order; every one is required (our assumption).
+// docs/provider-api.md §4.4, in its order; every one is required (our assumption).
 var (
 	depositFields = []fieldSpec{
 		{"amount", kindNumber, true}, {"merchant_transaction_id", kindString, true},
@@ -76,7 +76,7 @@ func (s *Server) gatewayRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("/api/transactions/{ref}/{action}", s.handleSimulate)
 }
 
-// Flow types of document 2.4.
+// Flow types of docs/provider-api.md §2.4.
 const (
 	flowCashin  = "cashin"
 	flowCashout = "cashout"

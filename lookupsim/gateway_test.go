@@ -87,7 +87,7 @@ func sortStrings(s []string) []string {
 	return s
 }
 
-// checkShape holds a transaction to document 2.4: every field present
+// checkShape holds a transaction to docs/provider-api.md §2.4: every field present
 // with its JSON type and form.
 func checkShape(t *testing.T, tx map[string]any, flow, eventType, status string) map[string]any {
 	t.Helper()

@@ -8,7 +8,7 @@ import (
 )
 
 // Defaults applied by New to zero-valued Options fields. They mirror the
-// provider's document where it gives a value (section 8) and are our
+// provider's API where it gives a value (docs/provider-api.md §8) and are our
 // assumption where it does not.
 const (
 	DefaultProcessingDelay = 2 * time.Second
@@ -42,7 +42,7 @@ type Options struct {
 	// simulation URLs trigger; empty means none are sent (transactions
 	// still move on).
 	PaymentsWebhookURL string
-	// PaymentsSigningSecret signs payment webhooks: the document gives one
+	// PaymentsSigningSecret signs payment webhooks: docs/provider-api.md gives one
 	// secret per account and product. Required with PaymentsWebhookURL.
 	PaymentsSigningSecret []byte
 	// GatewayAuthHeader and GatewayAuthValue, set together, make every

@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Page size bounds (our assumption: the document shows neither).
+// Page size bounds (our assumption: docs/provider-api.md shows neither).
 const (
 	DefaultPageLimit = 100
 	MaxPageLimit     = 1000

@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// The statuses a batch can have. Processing is ours (the document does not
-// name the in-flight state); the other four are the document's section 3.1.
+// The statuses a batch can have. Processing is ours (docs/provider-api.md does not
+// name the in-flight state); the other four are those of docs/provider-api.md §3.1.
 const (
 	StatusProcessing = "processing"
 	StatusCompleted  = "completed"

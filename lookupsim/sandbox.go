@@ -10,7 +10,7 @@ import (
 	"github.com/batchhook/batchhook/internal/signature"
 )
 
-// Simulation actions of the sandbox (document 4.4): pay a deposit,
+// Simulation actions of the sandbox (docs/provider-api.md §4.4): pay a deposit,
 // receive or refund a withdrawal.
 const (
 	ActionPay     = "pay"

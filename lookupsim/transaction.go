@@ -19,13 +19,13 @@ const (
 	TxFailed  = "failed"
 )
 
-// Payment webhook event names: the document does not show them.
+// Payment webhook event names: docs/provider-api.md does not show them.
 const (
 	EventTransactionPaid   = "transaction.paid"
 	EventTransactionFailed = "transaction.failed"
 )
 
-// timestampLayout is the document's `YYYY-MM-DDThh:mm:ss+0000` form (2.4).
+// timestampLayout is the `YYYY-MM-DDThh:mm:ss+0000` form of docs/provider-api.md §2.4.
 const timestampLayout = "2006-01-02T15:04:05-0700"
 
 // transaction is one deposit or withdrawal, held in memory until the
@@ -39,7 +39,7 @@ type transaction struct {
 	status, flowType                      string
 	createdAt, updatedAt                  time.Time
 
-	// The one event of the transaction (document 2.4).
+	// The one event of the transaction (docs/provider-api.md §2.4).
 	eventID, eventType         string
 	success                    bool
 	amount                     string // two decimal places
@@ -53,8 +53,8 @@ type transaction struct {
 	sent [][]byte // the payment webhook bodies triggered, in order
 }
 
-// txJSON is the wire form of a transaction, members in the document's
-// order (2.4). Pointers render null.
+// txJSON is the wire form of a transaction, members in the order of
+// docs/provider-api.md §2.4. Pointers render null.
 type txJSON struct {
 	ID                    string        `json:"id"`
 	MerchantID            string        `json:"merchant_id"`
@@ -77,7 +77,7 @@ type txJSON struct {
 }
 
 // txEventJSON is one transaction event. processor_transaction_id is left
-// out of a withdrawal's event: the document shows it on the deposit only.
+// out of a withdrawal's event: docs/provider-api.md §2.4 shows it on the deposit only.
 type txEventJSON struct {
 	ID                     string  `json:"id"`
 	Success                bool    `json:"success"`
@@ -113,7 +113,7 @@ func (s *Server) wireLocked(t *transaction) txJSON {
 	}
 }
 
-// stamp renders t in the document's form, in UTC.
+// stamp renders t in the form of docs/provider-api.md §2.4, in UTC.
 func stamp(t time.Time) string { return t.UTC().Format(timestampLayout) }
 
 // newUUID returns a random (version 4, RFC 9562) UUID from crypto/rand.
@@ -126,7 +126,7 @@ func newUUID() string {
 }
 
 // qrcodeDataURI renders a small, valid PNG (a 21×21 QR-like pattern: the
-// sandbox's codes are not payable, the document says) as a data URI.
+// sandbox's codes are not payable, docs/provider-api.md says) as a data URI.
 func qrcodeDataURI() string {
 	const n = 21
 	img := image.NewGray(image.Rect(0, 0, n, n))

@@ -16,7 +16,7 @@ import (
 
 const testSecret = "whsec test sécret " // trailing space and non-ASCII: used as is
 
-// independentSignature follows the document's 5.2 steps without the
+// independentSignature follows the steps of docs/provider-api.md §5.2 without the
 // signature package: HMAC-SHA256, lowercase hex, Base64 of the hex text.
 func independentSignature(secret string, body []byte) string {
 	mac := hmac.New(sha256.New, []byte(secret))

@@ -90,8 +90,8 @@ func benchBatch(id string) []byte {
 }
 
 // reportCPU adds cpu-ns/op: the process's CPU time per request (the
-// handler, the store's writer, the GC), what issue 15 counts per ack,
-// where ns/op of a durable ack is mostly waiting for the disk.
+// handler, the store's writer, the GC), what the load figures count per
+// ack (DECISIONS 27), where ns/op of a durable ack is mostly waiting for the disk.
 func reportCPU(b *testing.B, run func()) {
 	before, ok := processCPU()
 	run()

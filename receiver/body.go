@@ -15,8 +15,8 @@ import (
 //
 // A sender that declares a 64 KiB body, sends most of it and stalls would,
 // read the usual way, hold a growing buffer until the read timeout; a few
-// thousand of them exhaust memory without ever passing the signature check
-// (issue 10, item 9). So a body of known length is left in the kernel's
+// thousand of them exhaust memory without ever passing the signature
+// check. So a body of known length is left in the kernel's
 // socket buffer until all of it has arrived: the handler takes what
 // net/http has already buffered in one small read, then waits on the socket
 // (waitArrived, which costs no buffer) and only then copies the body, in one

@@ -203,7 +203,7 @@ func TestPooledBuffersKeepEveryBodyIntact(t *testing.T) {
 
 // A stalled sender costs the connection's state, not a body buffer: the
 // heap grows by far less per stalled connection than the 64 KiB body it
-// declared (issue 10, item 9: ~160 KiB each before).
+// declared (~160 KiB each before bodies were left in the kernel).
 func TestStalledBodiesHoldNoBodyBuffer(t *testing.T) {
 	addr, _ := startBig(t, Limits{})
 	b := bytes.Repeat([]byte{'x'}, 64<<10)

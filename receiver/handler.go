@@ -81,7 +81,7 @@ type inbound struct {
 	attempt int
 }
 
-// prologue is the part of a webhook the document fixes for both products,
+// prologue is the part of a webhook docs/provider-api.md fixes for both products,
 // in its order: the method, the capped body, the signature (with the
 // endpoint's own secret), then Content-Encoding. Nothing in the body is
 // looked at before the signature holds. When ok is false the reply is

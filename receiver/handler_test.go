@@ -490,8 +490,8 @@ func TestDefaultLimitsAreSet(t *testing.T) {
 
 // TestLateWebhookForABatchAbandonedWithoutOneIsQueued: the reconciler gave
 // up on a tracked batch (404 past NOT_FOUND_GRACE) before any notification
-// came; the provider's genuine batch.completed then queues it (issue 10
-// item 6), and only a replay of it is a duplicate.
+// came; the provider's genuine batch.completed then queues it, and
+// only a replay of it is a duplicate.
 func TestLateWebhookForABatchAbandonedWithoutOneIsQueued(t *testing.T) {
 	e := start(t, nil)
 	now := time.Now().UTC()

@@ -15,7 +15,7 @@ import (
 	"github.com/batchhook/batchhook/store"
 )
 
-// The payments webhook (issue 13). The provider's payments product signs
+// The payments webhook. The provider's payments product signs
 // its webhooks with the same header, algorithm and encoding as
 // batch.completed, with a secret of its own (docs/provider-api.md §2.2), and
 // does not show its events' names or bodies. So batchhook proves a
@@ -163,7 +163,7 @@ func (s *Server) servePayment(c echo.Context, start time.Time) (string, error) {
 
 // eventHeader keeps X-Service-Event as sent, cut to maxEventHeader bytes
 // at a character boundary, with invalid UTF-8 replaced: the name is never
-// interpreted (the document does not show the payment events' names).
+// interpreted (docs/provider-api.md does not show the payment events' names).
 func eventHeader(v string) string {
 	v = strings.ToValidUTF8(v, "\uFFFD")
 	if len(v) <= maxEventHeader {

@@ -123,7 +123,7 @@ func TestTrustedProxyNamesTheSender(t *testing.T) {
 }
 
 // webhook_rejected carries the explanation `batchhook verify` prints for
-// the same reason (issue 14, item 14), on both webhook paths.
+// the same reason, on both webhook paths.
 func TestRejectedLineExplainsLikeVerify(t *testing.T) {
 	base, logs := serveWithProxies(t)
 	for path, event := range map[string]string{testPath: "webhook_rejected", payPath: "payment_rejected"} {

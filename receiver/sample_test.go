@@ -38,7 +38,7 @@ func (d *dropCounter) get(event string) int {
 
 // Every line a stranger can cause (forged signature, body over the cap,
 // body never finished) goes through one sampled budget, and every line
-// dropped is counted by event (issue 10, item 10: 20,000 aborted bodies
+// dropped is counted by event (unsampled, 20,000 aborted bodies once
 // wrote 20,000 lines).
 func TestStrangerLinesAreSampledAndDropsCounted(t *testing.T) {
 	st, err := store.Open(t.TempDir(), time.Second)

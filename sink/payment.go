@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// The payments product (issue 13): every logged payment event goes to each
+// The payments product: every logged payment event goes to each
 // payment sink (file, http, kafka, nats; never exec) in log order. A sink
 // is handed a run of consecutive events and says how many of them, from
 // the first, it delivered: the file sink writes a run with one fsync, the

@@ -1,4 +1,4 @@
-// Package sink is the vocabulary of downstream delivery (issue 11): what a
+// Package sink is the vocabulary of downstream delivery: what a
 // sink is given (one complete, published export), what it answers
 // (delivered, retry later, or a permanent failure) and how a sink that
 // delivers in parts records its progress. Each sink lives in a package of

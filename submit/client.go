@@ -20,8 +20,8 @@ import (
 	"github.com/batchhook/batchhook/store"
 )
 
-// The submission request and response are "not shown" in the provider's
-// document (section 4.1). batchhook assumes what the simulator implements
+// The submission request and response are "not shown" in
+// docs/provider-api.md §4.1. batchhook assumes what the simulator implements
 // (lookupsim/doc.go): POST {base}/api/v1/batches with body
 // {"cpfs":["12345678909",...]} and any 2xx reply carrying the new id as
 // {"batch_id":"..."}. These two names are the whole assumption.

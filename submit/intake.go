@@ -1,8 +1,12 @@
-// Package submit turns a batch-submission body into the list of CPFs to
-// look up (issue 6). The body comes from a person, so the parser reports
-// every bad line instead of stopping at the first, and because CPFs are
-// personal data a rejected value is only ever shown through cpf.Mask: never
-// raw in results and never in an error string.
+// Package submit is batchhook's outgoing side: it submits CPFs to the
+// provider for lookup. ParseIntake turns a submission body into CPFs, and
+// Service records them as chunks for the admin API; the Submitter sends
+// queued chunks within the provider's limits (docs/provider-api.md §8)
+// and classifies each answer; the Reconciler polls batches whose
+// batch.completed has not come. The body comes from a person, so the
+// parser reports every bad line instead of stopping at the first, and
+// because CPFs are personal data a rejected value is only ever shown
+// through cpf.Mask: never raw in results and never in an error string.
 package submit
 
 import (

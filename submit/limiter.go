@@ -6,7 +6,7 @@ import (
 )
 
 // Limiter enforces the provider's submission rate: at most perWindow
-// submissions in any rolling window (section 8: 10 per minute). It keeps
+// submissions in any rolling window (docs/provider-api.md §8: 10 per minute). It keeps
 // the times of the last perWindow sends, so the rule is exact rather than
 // a token-bucket approximation that could allow 11 in some 60 s. It is not
 // safe for concurrent use: the submitter is one goroutine.

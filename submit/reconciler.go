@@ -16,7 +16,7 @@ import (
 	"github.com/batchhook/batchhook/store"
 )
 
-// FinalStatuses are the batch statuses of the document's section 3.1. A
+// FinalStatuses are the batch statuses of docs/provider-api.md §3.1. A
 // GET that shows any other status (the simulator says "processing") means
 // the batch is still in flight.
 var FinalStatuses = []string{"completed", "partial", "expired", "failed"}

@@ -17,7 +17,7 @@ import (
 	"github.com/batchhook/batchhook/store"
 )
 
-// MaxChunk is the provider's cap on CPFs per batch (section 8).
+// MaxChunk is the provider's cap on CPFs per batch (docs/provider-api.md §8).
 const MaxChunk = 1000
 
 // Errors of the Service, for the admin API to map to statuses.

@@ -42,7 +42,7 @@ type SubmitterOptions struct {
 	Queue  Queue
 	Sender Sender
 	Logger zerolog.Logger
-	// PerMinute and MaxInFlight are the provider's limits (section 8).
+	// PerMinute and MaxInFlight are the provider's limits (docs/provider-api.md §8).
 	PerMinute   int
 	MaxInFlight int
 	// Recent are the send times of the last minute, from the store.

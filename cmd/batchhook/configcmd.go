@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/batchhook/batchhook/config"
+	"github.com/batchhook/batchhook/daemon"
 )
 
 const configUsage = `Usage:
@@ -37,7 +38,7 @@ func configCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "batchhook config: want the subcommand check\n%s", configUsage)
 		return 2
 	}
-	cfg, err := config.Load()
+	cfg, err := config.Load(daemon.SinkRules())
 	if err != nil {
 		fmt.Fprintf(stderr, "batchhook: configuration: %v\n", err)
 		return 2

@@ -173,7 +173,7 @@ func runDemo(ctx context.Context, dir string, n int, timeout time.Duration, with
 		}
 		defer recv.close()
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.Validate(daemon.SinkRules()); err != nil {
 		ln.Close()
 		return demoResult{}, err
 	}

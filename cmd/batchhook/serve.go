@@ -51,7 +51,7 @@ func serve(ctx context.Context, args []string, e env) int {
 		fmt.Fprintf(stderr, "batchhook serve: unexpected argument %q\n%s", args[0], serveUsage())
 		return 2
 	}
-	cfg, err := config.Load()
+	cfg, err := config.Load(daemon.SinkRules())
 	if err != nil {
 		fmt.Fprintf(stderr, "batchhook: configuration: %v\n", err)
 		return 2

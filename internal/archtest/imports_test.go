@@ -158,7 +158,7 @@ func directlyImports(t *testing.T, p, lib string) bool {
 	return contains(directImports(t, p), lib)
 }
 
-// The sinks (issue 11): sink is the vocabulary every side may import, so it
+// The sinks: sink is the vocabulary every side may import, so it
 // imports nothing of batchhook; the dispatcher drives sinks through that
 // vocabulary and never knows a sink implementation or the edges that feed
 // the store; a sink implementation knows the published export it is handed,

@@ -1,5 +1,5 @@
 // Package gateway is the client of the provider's sandbox payments gateway
-// (document 4.4): it creates deposits and withdrawals and opens the
+// (docs/provider-api.md §4.4): it creates deposits and withdrawals and opens the
 // sandbox's simulation URLs, for `batchhook sandbox`. It knows nothing of
 // the daemon: an operator rehearses payment flows with it from any
 // machine, with only the gateway settings (config.LoadGateway).
@@ -25,7 +25,7 @@ import (
 	"github.com/batchhook/batchhook/cpf"
 )
 
-// Limits of one call (the document shows none; these are generous).
+// Limits of one call (docs/provider-api.md shows none; these are generous).
 const (
 	// Timeout bounds one call, reply body included.
 	Timeout = 30 * time.Second

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Simulation actions and the URL each opens (document 4.4).
+// Simulation actions and the URL each opens (docs/provider-api.md §4.4).
 const (
 	Pay     = "pay"     // {sandbox_url}/api/transactions/<processor_transaction_id>/pay
 	Receive = "receive" // the withdrawal's qrcode, {sandbox_url}/api/transactions/<transaction_ref>/receive

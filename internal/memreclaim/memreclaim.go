@@ -3,7 +3,7 @@
 // The Go runtime frees memory only after a garbage collection, and
 // collects only when the program allocates. A daemon that held thousands
 // of stalled connections and then goes quiet keeps their stacks and
-// buffers for minutes (issue 10: 944 MB six minutes after the connections
+// buffers for minutes (once 944 MB six minutes after the connections
 // closed; here 190 MB still held four minutes later). So a Reclaimer
 // watches the runtime: when no collection has run for a while and the
 // runtime still holds a good deal of memory, it collects and returns

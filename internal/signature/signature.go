@@ -29,7 +29,7 @@ const Length = 88
 const prefix = "sha256="
 
 // rawDigestLength is the length of Base64 over the 32 digest bytes, the
-// mistake the document calls out by name.
+// mistake docs/provider-api.md §5.2 calls out by name.
 const rawDigestLength = 44
 
 // Reason says why a signature was rejected. The values are stable: they
@@ -63,7 +63,7 @@ func hexDigest(secret, body []byte) []byte {
 const hexLength = 2 * sha256.Size
 
 // hexDigestTo writes the lowercase hex HMAC into dst: the verify path
-// keeps it on the stack (issue 15: every request pays this).
+// keeps it on the stack (every request pays this).
 func hexDigestTo(dst *[hexLength]byte, secret, body []byte) {
 	mac := hmac.New(sha256.New, secret)
 	mac.Write(body)

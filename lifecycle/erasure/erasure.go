@@ -73,8 +73,8 @@ type Exports interface {
 	Remove(batchID string) error
 }
 
-// PaymentFiles rewrites the payments day files (issue 13: the file
-// payment sink's EXPORT_DIR/payments/YYYY-MM-DD.ndjson): DropLines removes
+// PaymentFiles rewrites the payments day files (the file payment sink's
+// EXPORT_DIR/payments/YYYY-MM-DD.ndjson): DropLines removes
 // the lines of the given payment events wherever they are, durably, and is
 // idempotent (a seq with no line is not an error), because a resumed
 // erasure calls it again with every event the erasure dropped.
@@ -183,7 +183,7 @@ func (s *Service) run(e *store.Erasure, key []byte) (*store.Erasure, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Issue 13's payment events: their bodies in the store, then their
+	// The payment events: their bodies in the store, then their
 	// lines in the day files, before the erasure is done (a crash in
 	// between is resumed with the record's full list of events).
 	payments, err := s.o.Store.ErasePayments(e.ID, match, s.o.Now().UTC())

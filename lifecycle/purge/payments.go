@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// The payment log's retention (issue 13, DECISIONS 25): raw bodies go
+// The payment log's retention (DECISIONS 25): raw bodies go
 // RECORD_RETENTION after receipt, the day files EXPORT_RETENTION after
 // their UTC day ended.
 

@@ -39,7 +39,7 @@ type Store interface {
 	PurgeAudit(before time.Time, after string, limit int) (int, string, error)
 	PurgeRejected(before time.Time, after string, limit int) (int, string, error)
 	PurgeChunkCPFs(before time.Time, after string, limit int) (int, string, error)
-	// The payment log (issue 13, payments.go).
+	// The payment log (payments.go).
 	PurgePaymentBodies(before time.Time, limit int, now time.Time) (dropped int, more, held bool, err error)
 	PaymentDayPending(sink string, from, to time.Time) (bool, error)
 }

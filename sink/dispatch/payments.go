@@ -13,7 +13,7 @@ import (
 	"github.com/batchhook/batchhook/store"
 )
 
-// The payment dispatcher (issue 13) drives the payment sinks from the
+// The payment dispatcher drives the payment sinks from the
 // store's payment outbox: one loop per sink, each with ONE worker, since a
 // sink receives events in log order. A pass reads a run of events after
 // the sink's cursor, hands them to the sink, and records how far it got:

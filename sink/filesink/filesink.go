@@ -1,4 +1,4 @@
-// Package filesink is the `file` payment sink (issue 13): it appends each
+// Package filesink is the `file` payment sink: it appends each
 // payment event as one line to EXPORT_DIR/payments/YYYY-MM-DD.ndjson, the
 // UTC day the event was received, and fsyncs the file (and the directory
 // when it made the file) before it answers, so an event counts as

@@ -17,7 +17,7 @@ import (
 // only; each holds the sink's lock, so it never interleaves with an append.
 
 // DropLines removes the lines of the events seqs from every day file that
-// holds one (the erasure of a person's data, issue 12). Each affected file
+// holds one (the erasure of a person's data). Each affected file
 // is rewritten whole (rewrite.go), so a crash leaves the old file or the
 // new one, never a mix. A partial last line left by a crash is dropped with
 // them (its event was not delivered: the sink writes it again). It reads

@@ -52,7 +52,7 @@ func paymentBody(buf *bytes.Buffer, p sink.Payment) {
 	buf.WriteByte('}')
 }
 
-// PaymentMessageID is the webhook-id of payment event seq: "payment:<seq>"
-// (issue 13). A batch whose id is "payment" would have the same ids for
-// its parts; README's Payments section says so.
+// PaymentMessageID is the webhook-id of payment event seq:
+// "payment:<seq>". A batch whose id is "payment" would have the same ids
+// for its parts; README's Payments section says so.
 func PaymentMessageID(seq uint64) string { return "payment:" + strconv.FormatUint(seq, 10) }

@@ -1,4 +1,4 @@
-// Package kafkasink delivers exports to a Kafka topic (issue 11), each
+// Package kafkasink delivers exports to a Kafka topic, each
 // batch in one Kafka transaction: one record per item in export order, then
 // one manifest record, all keyed by the batch id so that a batch stays in
 // one partition, in order. A read_committed consumer sees a batch whole or
@@ -37,7 +37,7 @@ import (
 // Defaults of Options.
 const (
 	DefaultTopic = "batchhook.results"
-	// DefaultPaymentsTopic receives payment events (issue 13).
+	// DefaultPaymentsTopic receives payment events.
 	DefaultPaymentsTopic = "batchhook.payments"
 	DefaultTimeout       = 60 * time.Second
 	DefaultDialTimeout   = 10 * time.Second

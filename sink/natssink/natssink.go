@@ -36,7 +36,7 @@ import (
 // Defaults of Options and the stream CreateStream makes.
 const (
 	DefaultSubject = "batchhook.results"
-	// DefaultPaymentsSubject receives payment events (issue 13).
+	// DefaultPaymentsSubject receives payment events.
 	DefaultPaymentsSubject = "batchhook.payments"
 	DefaultPublishTimeout  = 10 * time.Second
 	// DuplicateWindow is the duplicate window of a stream the sink

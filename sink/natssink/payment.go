@@ -50,5 +50,5 @@ func (s *Sink) DeliverPayments(ctx context.Context, ps []sink.Payment) (int, sin
 }
 
 // PaymentMessageID is the Nats-Msg-Id of payment event seq:
-// "payment:<seq>" (issue 13).
+// "payment:<seq>".
 func PaymentMessageID(seq uint64) string { return "payment:" + strconv.FormatUint(seq, 10) }
