@@ -102,7 +102,7 @@ type Config struct {
 	Warnings []Warning `ignored:"true"`
 	// MaxConnections caps the webhook connections held at once; more wait
 	// in the kernel's listen backlog. A last line, set well above any real
-	// load: a stalled sender costs little (README, Performance).
+	// load: a stalled sender costs little (docs/performance.md).
 	MaxConnections int `split_words:"true" default:"10000"`
 	// MemoryLimit is the Go runtime's soft memory limit (debug.SetMemoryLimit),
 	// a size such as 256MiB; "0" or "off" leaves the runtime's default
@@ -115,8 +115,7 @@ type Config struct {
 	// `batchhook verify --rejected` (0 keeps none).
 	RejectedKeep int `split_words:"true" default:"100"`
 	// PprofAddr, when set, serves Go's profiles (net/http/pprof) on this
-	// loopback host:port, for measuring the ack path (README,
-	// Performance). Off by default; never on the webhook or admin
+	// loopback host:port, for measuring the ack path (docs/performance.md). Off by default; never on the webhook or admin
 	// listener, and refused on anything but loopback: a profile shows
 	// memory, which holds personal data.
 	PprofAddr string `split_words:"true"`

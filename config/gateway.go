@@ -23,7 +23,7 @@ type Gateway struct {
 	SandboxURL string
 	// AuthHeader and AuthValue, set together, are added to every gateway
 	// call. docs/provider-api.md does not show how gateway calls
-	// authenticate: this is our assumption (README, Payments).
+	// authenticate: this is our assumption (docs/payments.md).
 	AuthHeader string
 	AuthValue  Secret
 }

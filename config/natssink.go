@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// ValidateNATSSink checks the nats sink's variables (README "nats sink").
+// ValidateNATSSink checks the nats sink's variables (docs/sinks.md, "nats sink").
 // The URL must not carry credentials: they come from the credentials
 // file or the token, which follow the secret rules of the others.
 func (c *Config) ValidateNATSSink() error {

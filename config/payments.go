@@ -36,7 +36,7 @@ func (c *Config) validatePayments() error {
 		return fmt.Errorf("%s: %q must be a plain path starting with /", Var("PAYMENTS_WEBHOOK_PATH"), p)
 	}
 	if c.PaymentsEnabled() && SameSecret(c.PaymentsSigningSecret, c.SigningSecret) {
-		return fmt.Errorf("%s is the same as %s: the provider gives each product its own secret (document 5.2), and with one secret a batch.completed body would be accepted on the payments path and a payment on the batch path",
+		return fmt.Errorf("%s is the same as %s: the provider gives each product its own secret (docs/provider-api.md §5.2), and with one secret a batch.completed body would be accepted on the payments path and a payment on the batch path",
 			Var("PAYMENTS_SIGNING_SECRET"), Var("SIGNING_SECRET"))
 	}
 	if c.PaymentsEnabled() && p == c.WebhookPath {

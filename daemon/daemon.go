@@ -163,7 +163,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	for _, c := range unknown {
 		d.log.Error().Str("component", "submitter").Str("event", "chunk_submit_unknown").Str("submission_id", c.SubmissionID).
 			Int("chunk", c.Index).Int("cpfs", c.CPFCount).Str("reason", c.LastError).
-			Msg("the provider may have accepted this chunk; it is not sent again automatically (see README, submit_unknown)")
+			Msg("the provider may have accepted this chunk; it is not sent again automatically (see docs/operations.md, submit_unknown)")
 	}
 	if d.exports, err = export.New(cfg.ExportDir); err != nil {
 		return dirError("EXPORT_DIR", cfg.ExportDir, err)

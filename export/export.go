@@ -3,7 +3,7 @@
 // under $EXPORT_DIR/.partial/<batch_id>/ and publishes them with one atomic
 // rename to $EXPORT_DIR/<batch_id>/, so a downstream reader that sees the
 // directory sees a complete export. The layout is a contract with downstream systems
-// (README, "Export layout").
+// (docs/export-contract.md).
 //
 // The results are personal data: directories are 0700, files 0600, and
 // nothing here logs an item.

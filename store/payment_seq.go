@@ -9,7 +9,7 @@ import (
 )
 
 // After `batchhook restore` the database may be older than the payment
-// sinks: EXPORT_DIR is backed up after the database (README), so the day
+// sinks: EXPORT_DIR is backed up after the database (docs/operations.md), so the day
 // files can hold lines of events the restored log never saw, and the http
 // and nats receivers have their webhook-ids and Msg-Ids. A new event must
 // not take one of those seqs again: the file sink would skip it as already

@@ -119,7 +119,7 @@ func (s *Service) Get(id string) (*store.Submission, []store.Chunk, error) {
 }
 
 // Resend puts a failed or submit_unknown chunk back in the queue: the
-// operator's decision after checking with the provider (README,
+// operator's decision after checking with the provider (docs/how-it-works.md,
 // "Submitting"). Errors are the store's (ErrNotFound, ErrState).
 func (s *Service) Resend(submissionID string, index int) (*store.Chunk, error) {
 	c, err := s.o.Store.ChunkResend(submissionID, index, s.o.Now())

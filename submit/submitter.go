@@ -283,7 +283,7 @@ func (s *Submitter) settle(ctx context.Context, c *store.Chunk, res Result) (tim
 	case OutcomeUnknown:
 		s.failures = 0
 		log.Error().Str("event", "chunk_submit_unknown").Str("reason", res.Reason).
-			Msg("the provider may have accepted the chunk; it is not sent again automatically (see README, submit_unknown)")
+			Msg("the provider may have accepted the chunk; it is not sent again automatically (see docs/operations.md, submit_unknown)")
 		return 0, s.retryStore(ctx, log, func() error {
 			return s.o.Queue.ChunkGiveUp(c.Seq, c.Index, store.ChunkUnknown, res.Reason, now)
 		})

@@ -48,7 +48,7 @@ const headerSlack = 4096
 
 // MaxHeaderBytes returns the http.Server.MaxHeaderBytes that makes
 // net/http refuse (431) a request whose request line and headers, blank
-// line included, exceed total bytes, so the limit a README states is the
+// line included, exceed total bytes, so the limit the docs state is the
 // one enforced. A total of 4 KiB or less cannot be met exactly (net/http
 // reads at least 4097 bytes); it gives the smallest limit net/http has.
 func MaxHeaderBytes(total int) int { return max(total-headerSlack, 1) }

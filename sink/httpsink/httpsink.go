@@ -1,7 +1,7 @@
 // Package httpsink delivers exports to an HTTP endpoint, signed with the
 // Standard Webhooks scheme (https://www.standardwebhooks.com/) so that a
 // receiver can verify them with that project's libraries or a few lines of
-// its own (README "http sink").
+// its own (docs/sinks.md, "http sink").
 //
 // An export goes in parts of at most MaxItems items, one POST each, in
 // order. Each part is recorded through sink.Progress once the receiver

@@ -54,5 +54,5 @@ func paymentBody(buf *bytes.Buffer, p sink.Payment) {
 
 // PaymentMessageID is the webhook-id of payment event seq:
 // "payment:<seq>". A batch whose id is "payment" would have the same ids
-// for its parts; README's Payments section says so.
+// for its parts; docs/payments.md says so.
 func PaymentMessageID(seq uint64) string { return "payment:" + strconv.FormatUint(seq, 10) }

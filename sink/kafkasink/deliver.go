@@ -17,7 +17,7 @@ import (
 	"github.com/batchhook/batchhook/sink"
 )
 
-// The record headers (README "kafka sink").
+// The record headers (docs/sinks.md, "kafka sink").
 const (
 	HeaderBatchID = "batchhook-batch-id"
 	HeaderIndex   = "batchhook-index"

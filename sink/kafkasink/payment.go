@@ -31,7 +31,7 @@ var _ sink.PaymentSink = (*Sink)(nil)
 //
 // A crash between the commit and the dispatcher's record sends the run
 // again in a new transaction: a consumer that must not see an event twice
-// deduplicates on the seq header (README, kafka sink).
+// deduplicates on the seq header (docs/sinks.md, kafka sink).
 func (s *Sink) DeliverPayments(ctx context.Context, ps []sink.Payment) (int, sink.Result) {
 	if len(ps) == 0 {
 		return 0, sink.Result{Outcome: sink.Delivered}

@@ -1,4 +1,4 @@
-// Package natssink delivers exports to a NATS JetStream stream (README
+// Package natssink delivers exports to a NATS JetStream stream (docs/sinks.md,
 // "nats sink"): one message per item, in export order, then one manifest
 // message, all on one subject. Every message carries a Nats-Msg-Id that
 // depends only on the export (`<batch_id>:<index>`, `<batch_id>:manifest`,
