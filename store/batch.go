@@ -4,119 +4,9 @@ import (
 	"time"
 )
 
-// State is where a batch is in its life. The states and who moves a batch
-// between them are the contract of the pipeline:
-//
-//	(none) ──submitter: provider accepted a chunk──▶ submitted
-//	(none) ──operator: track──▶ tracked
-//	(none) | submitted | tracked ──first batch.completed (webhook or poll)──▶ queued
-//	submitted | tracked ──reconciler: RETENTION over, or 404 past NOT_FOUND_GRACE──▶ abandoned (final)
-//	abandoned with no notification recorded ──a late batch.completed──▶ queued
-//	queued ──fetcher: Lease──▶ fetching
-//	fetching ──fetcher: Checkpoint──▶ fetching (one page further)
-//	fetching ──fetcher: Retry / Restart / Release, or daemon start: ReleaseLeases──▶ queued
-//	fetching ──fetcher: Finish──▶ exported | abandoned (final)
-//	exported ──purger: EXPORT_RETENTION over, no delivery pending──▶ purged (final)
-//	abandoned ──purger: RECORD_RETENTION over──▶ purged (final)
-//	exported | abandoned | purged ──operator: Refetch──▶ queued
-//
-// A purged batch keeps its record as a tombstone (Batch.Tombstone): it stays
-// known, so a replayed batch.completed is a duplicate (DECISIONS 21).
-type State string
-
-// The batch states.
-const (
-	// StateSubmitted: batchhook submitted the batch and waits for its
-	// batch.completed; the reconciler polls it after RECONCILE_AFTER.
-	StateSubmitted State = "submitted"
-	// StateTracked: an operator asked batchhook to watch a batch submitted
-	// elsewhere; reconciled like a submitted one.
-	StateTracked State = "tracked"
-	// StateQueued: a batch.completed was recorded; the batch waits for a
-	// worker, possibly until NextAttemptAt after a failed attempt.
-	StateQueued State = "queued"
-	// StateFetching: one worker holds the batch and pages its results.
-	StateFetching State = "fetching"
-	// StateExported: the export directory is complete and in place. Final.
-	StateExported State = "exported"
-	// StateAbandoned: batchhook gave up (retention over, results gone, the
-	// provider refused the request); LastError says why. Final.
-	StateAbandoned State = "abandoned"
-	// StatePurged: the purger deleted the batch's export (EXPORT_RETENTION)
-	// or reduced its record (RECORD_RETENTION); Tombstone says what is
-	// left. Final.
-	StatePurged State = "purged"
-)
-
-// Final reports whether no worker will touch a batch in state s again.
-func (s State) Final() bool { return s == StateExported || s == StateAbandoned || s == StatePurged }
-
-// Awaiting reports whether a batch in state s waits for its first
-// batch.completed: a webhook for it is accepted, not a duplicate.
-func (s State) Awaiting() bool { return s == StateSubmitted || s == StateTracked }
-
-// awaitingNotification reports whether b still waits for its first
-// batch.completed, so that one is accepted (and queued), not answered as a
-// duplicate: submitted or tracked, or abandoned by the reconciler before
-// any notification was recorded (the provider may still keep the results).
-func (b *Batch) awaitingNotification() bool {
-	return b.State.Awaiting() || b.State == StateAbandoned && b.Notification.Event == ""
-}
-
-// States lists every batch state, in pipeline order (for metrics and docs).
-var States = []State{StateSubmitted, StateTracked, StateQueued, StateFetching, StateExported, StateAbandoned, StatePurged}
-
-// Source says how batchhook learned that a batch was final.
-const (
-	SourceWebhook = "webhook"
-	SourcePoll    = "poll"
-)
-
-// Notification is one accepted batch.completed delivery. Raw is the body
-// exactly as received and signed; the other fields are what validation read
-// from it. A counter the body did not carry is nil.
-type Notification struct {
-	Event          string     `json:"event"`
-	BatchID        string     `json:"batch_id"`
-	Status         string     `json:"status"`
-	TotalRequested *int64     `json:"total_requested"`
-	TotalFound     *int64     `json:"total_found"`
-	TotalNotFound  *int64     `json:"total_not_found"`
-	CompletedAt    *time.Time `json:"completed_at"`
-	// Flags lists what looked wrong but was accepted so that a genuine
-	// batch is never lost to a rejection the provider retries for ever
-	// (counter relations, an unparsable completed_at).
-	Flags      []string  `json:"flags,omitempty"`
-	Attempt    int       `json:"attempt"`
-	ReceivedAt time.Time `json:"received_at"`
-	Source     string    `json:"source"`
-	Raw        []byte    `json:"raw"`
-}
-
-// Checkpoint is how far the fetch of a batch got. It is committed only after
-// the staged bytes it counts are on disk, so a restart resumes at the next
-// page with nothing lost or written twice.
-type Checkpoint struct {
-	// Cursor is the next_cursor to request next; empty before the first page.
-	Cursor string `json:"cursor,omitempty"`
-	// Done is true once the page with a null next_cursor is staged.
-	Done bool `json:"done"`
-	// StagedBytes is the length of the staged results file that the pages
-	// so far account for; anything beyond it is cut on resume.
-	StagedBytes int64 `json:"staged_bytes"`
-	Items       int64 `json:"items"`
-	Pages       int64 `json:"pages"`
-	// Seen remembers every cursor this fetch was given, so that a cursor
-	// that comes back (A→B→A…) is caught at once: the first 8 bytes of
-	// each cursor's SHA-256, hex, concatenated (a string keeps Checkpoint
-	// comparable and the record small; a batch has at most a few thousand
-	// pages). The fetcher reads and extends it.
-	Seen string `json:"seen_cursors,omitempty"`
-}
-
 // Batch is the durable record of one batch.
 //
-// Its encoding (layout.go) leaves out what is zero or repeated: the id is
+// Its encoding (batch_layout.go) leaves out what is zero or repeated: the id is
 // the record's key, so it is not stored again (records written before issue
 // 15 still carry it).
 type Batch struct {
@@ -168,7 +58,7 @@ type Batch struct {
 	NextPollAt   time.Time `json:"next_poll_at,omitzero"`
 
 	// Tombstone is set once the purger removed personal data of the batch
-	// (store/purge.go); nil before.
+	// (purge.go); nil before.
 	Tombstone *Tombstone `json:"tombstone,omitempty"`
 }
 
@@ -179,39 +69,16 @@ type Batch struct {
 // version.
 func (b *Batch) Version() int { return max(b.ExportVersion, b.Refetches) }
 
-// Quarantined is a signed delivery that failed validation, kept so that
-// nothing genuine is lost. It is keyed by the SHA-256 of the body, so a
-// retried bad delivery is kept once.
-type Quarantined struct {
-	ID         string    `json:"id"`
-	Reason     string    `json:"reason"`
-	Attempt    int       `json:"attempt"`
-	ReceivedAt time.Time `json:"received_at"`
-	Raw        []byte    `json:"raw"`
-	// ErasedBy names the erasure that removed Raw because it held the CPF
-	// being erased; ID (the body's SHA-256) is the tombstone.
-	ErasedBy string `json:"erased_by,omitempty"`
-	// Product is the webhook that received it: empty for batch.completed
-	// (entries older than the payments product have none), ProductPayments
-	// for the payments webhook. Both share one list (DECISIONS 29).
-	Product string `json:"product,omitempty"`
-	// BatchID is the body's batch_id when one could be read and is safe
-	// (CheckBatchID), so an operator can track the batch; empty otherwise.
-	BatchID string `json:"batch_id,omitempty"`
-}
-
-// ProductPayments tags what came through the payments webhook (issue 13).
-const ProductPayments = "payments"
-
-// AuditEvent is a signed delivery whose event is not batch.completed: kept
-// for audit, never fetched. Keyed by the SHA-256 of the body.
-type AuditEvent struct {
-	ID         string    `json:"id"`
-	Event      string    `json:"event"`
-	BatchID    string    `json:"batch_id"`
-	Attempt    int       `json:"attempt"`
-	ReceivedAt time.Time `json:"received_at"`
-	Raw        []byte    `json:"raw"`
-	// ErasedBy: as in Quarantined.
-	ErasedBy string `json:"erased_by,omitempty"`
+// RetentionStart is when the provider's retention clock started for b: its
+// completed_at; when that is unknown, its submission (a batch batchhook
+// submitted or tracks: the earliest it can have completed), or else the
+// notification's receipt.
+func (b *Batch) RetentionStart() time.Time {
+	if t := b.Notification.CompletedAt; t != nil {
+		return *t
+	}
+	if !b.SubmittedAt.IsZero() {
+		return b.SubmittedAt
+	}
+	return b.Notification.ReceivedAt
 }

@@ -13,7 +13,7 @@ import (
 // reflection, and the pass it makes over a MarshalJSON's output to compact
 // it, were a seventh of the ack path's CPU (issue 15). The output is the
 // JSON json.Marshal(b) would give (same names, same omitted zero values;
-// encode_test.go checks both decode to the same record for every field),
+// batch_encode_test.go checks both decode to the same record for every field),
 // and it is read back with json.Unmarshal.
 
 // encodeBatch appends b's record to dst.

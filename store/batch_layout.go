@@ -22,6 +22,10 @@ import (
 // newest-first listing (the old "created" index).
 var bucketRecords = []byte("records")
 
+// bucketBatches maps each batch id to its position (recordKey). Before the
+// records bucket it held the records themselves (migrateLayout).
+var bucketBatches = []byte("batches")
+
 // appendFill is the FillPercent of buckets whose keys grow (records, and
 // the time-keyed indexes): a page is split only when full, which packs an
 // append-only bucket tight. Keys that arrive slightly out of order (the

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -61,82 +60,4 @@ func (s *Store) Refetch(id string, retention time.Duration, now time.Time) (*Bat
 		return nil, fmt.Errorf("refetch batch %s: %w", id, err)
 	}
 	return out, nil
-}
-
-// RetentionStart is when the provider's retention clock started for b: its
-// completed_at; when that is unknown, its submission (a batch batchhook
-// submitted or tracks: the earliest it can have completed), or else the
-// notification's receipt.
-func (b *Batch) RetentionStart() time.Time {
-	if t := b.Notification.CompletedAt; t != nil {
-		return *t
-	}
-	if !b.SubmittedAt.IsZero() {
-		return b.SubmittedAt
-	}
-	return b.Notification.ReceivedAt
-}
-
-// RetryNow makes every queued batch whose last failure was of kind due at
-// once (after the API key was replaced, the batches waiting out a 401
-// backoff should not keep waiting). It returns how many it moved.
-func (s *Store) RetryNow(kind string, now time.Time) (int, error) {
-	var n int
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		due, err := pendingBatches(tx, func(b *Batch) bool {
-			return b.State == StateQueued && b.ErrorKind == kind && b.NextAttemptAt.After(now)
-		})
-		if err != nil {
-			return err
-		}
-		for _, b := range due {
-			if err := schedule(tx, b, now); err != nil {
-				return err
-			}
-			if err := putBatch(tx, b); err != nil {
-				return err
-			}
-		}
-		n = len(due)
-		if n > 0 {
-			tx.OnCommit(s.notify)
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("retry %s batches now: %w", kind, err)
-	}
-	return n, nil
-}
-
-// ListQuarantined returns up to limit quarantine entries after cursor (an
-// entry id; empty for the first page), in id order, without their raw
-// bodies; next is empty at the end.
-func (s *Store) ListQuarantined(limit int, cursor string) (entries []Quarantined, next string, err error) {
-	err = s.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketQuarantine).Cursor()
-		k, v := c.First()
-		if cursor != "" {
-			if k, v = c.Seek([]byte(cursor)); k != nil && string(k) == cursor {
-				k, v = c.Next()
-			}
-		}
-		for ; k != nil; k, v = c.Next() {
-			if len(entries) == limit {
-				next = entries[len(entries)-1].ID
-				return nil
-			}
-			var q Quarantined
-			if err := json.Unmarshal(v, &q); err != nil {
-				return fmt.Errorf("decode quarantine entry: %w", err)
-			}
-			q.Raw = nil
-			entries = append(entries, q)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, "", fmt.Errorf("list quarantine: %w", err)
-	}
-	return entries, next, nil
 }

@@ -2,60 +2,10 @@ package store
 
 import (
 	"errors"
-	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
-
-func TestListNewestFirstPagedAndFiltered(t *testing.T) {
-	s := openTest(t, t.TempDir())
-	for i := 0; i < 7; i++ {
-		if _, err := s.Record(note(fmt.Sprintf("b%d", i), t0.Add(time.Duration(i)*time.Second))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var got []string
-	cursor := ""
-	for pages := 0; ; pages++ {
-		batches, next, err := s.List("", 3, cursor)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, b := range batches {
-			got = append(got, b.ID)
-		}
-		if next == "" {
-			break
-		}
-		if pages > 5 {
-			t.Fatal("cursor never ends")
-		}
-		cursor = next
-	}
-	if fmt.Sprint(got) != "[b6 b5 b4 b3 b2 b1 b0]" {
-		t.Fatalf("listed %v", got)
-	}
-	// b0 (oldest) is leased and finished: only it is exported.
-	b, _, _ := s.Lease(t0)
-	if err := s.Finish(b.ID, StateExported, "/x", "", 0, t0); err != nil {
-		t.Fatal(err)
-	}
-	exported, next, err := s.List(StateExported, 10, "")
-	if err != nil || len(exported) != 1 || exported[0].ID != "b0" || next != "" {
-		t.Fatalf("exported = %v, %q, %v", exported, next, err)
-	}
-	if _, _, err := s.List("", 3, "zz"); !errors.Is(err, ErrBadCursor) {
-		t.Fatalf("bad cursor = %v", err)
-	}
-	counts, _ := s.Counts()
-	if counts[StateQueued] != 6 || counts[StateExported] != 1 || counts[StateFetching] != 0 {
-		t.Fatalf("counts = %v", counts)
-	}
-	oldest, ok, err := s.OldestPending()
-	if err != nil || !ok || !oldest.Equal(t0.Add(time.Second)) {
-		t.Fatalf("OldestPending = %v %v %v, want b1's time", oldest, ok, err)
-	}
-}
 
 func TestRefetchOnlyFinalBatches(t *testing.T) {
 	s := openTest(t, t.TempDir())
@@ -97,43 +47,61 @@ func TestRefetchOnlyFinalBatches(t *testing.T) {
 	}
 }
 
-func TestRetryNowMovesOnlyThatKind(t *testing.T) {
+// Issue 10 item 2: once the provider no longer keeps a batch's results, a
+// refetch could only fail; it is refused with the reason.
+func TestRefetchRefusedPastRetention(t *testing.T) {
 	s := openTest(t, t.TempDir())
-	for _, id := range []string{"auth1", "auth2", "other"} {
-		s.Record(note(id, t0))
-		s.Lease(t0)
+	completed := t0.Add(-time.Hour)
+	n := note("b1", t0)
+	n.CompletedAt = &completed
+	if _, err := s.Record(n); err != nil {
+		t.Fatal(err)
 	}
-	s.Retry("auth1", t0.Add(time.Hour), "auth", "401", true, t0)
-	s.Retry("auth2", t0.Add(time.Hour), "auth", "403", true, t0)
-	s.Retry("other", t0.Add(time.Hour), "transient", "500", true, t0)
-	n, err := s.RetryNow("auth", t0)
-	if err != nil || n != 2 {
-		t.Fatalf("RetryNow = %d, %v", n, err)
+	b, _, _ := s.Lease(t0)
+	if err := s.Finish(b.ID, StateExported, "/x/b1", "", 0, t0); err != nil {
+		t.Fatal(err)
 	}
-	leased := map[string]bool{}
-	for {
-		b, _, _ := s.Lease(t0)
-		if b == nil {
-			break
-		}
-		leased[b.ID] = true
+	late := completed.Add(week + time.Second)
+	_, err := s.Refetch("b1", week, late)
+	if !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "no longer keeps its results") {
+		t.Fatalf("refetch past retention = %v, want ErrState with the reason", err)
 	}
-	if !leased["auth1"] || !leased["auth2"] || leased["other"] {
-		t.Fatalf("leased %v", leased)
+	if b, _ := s.Get("b1"); b.State != StateExported || b.ExportPath != "/x/b1" || b.Refetch {
+		t.Fatalf("a refused refetch changed the record: %+v", b)
+	}
+	if _, err := s.Refetch("b1", week, completed.Add(week-time.Second)); err != nil {
+		t.Fatalf("refetch within retention: %v", err)
 	}
 }
 
-func TestListQuarantined(t *testing.T) {
+func TestRefetchOfAPurgedBatch(t *testing.T) {
 	s := openTest(t, t.TempDir())
-	for _, id := range []string{"c", "a", "b"} {
-		s.Quarantine(Quarantined{ID: id, Reason: "r" + id, Raw: []byte("{}")})
+	exportWithCheckpoint(t, s, "b1", t0)
+	exportWithCheckpoint(t, s, "b2", t0)
+	for _, id := range []string{"b1", "b2"} {
+		if _, err := s.PurgeExport(id, ExportPurge{ExportedAt: t0}, t0.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	first, next, err := s.ListQuarantined(2, "")
-	if err != nil || len(first) != 2 || first[0].ID != "a" || first[1].ID != "b" || next != "b" || first[0].Raw != nil {
-		t.Fatalf("page 1 = %+v %q %v", first, next, err)
+	_, err := s.Refetch("b1", week, t0.Add(2*time.Hour))
+	if !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "being deleted") {
+		t.Fatalf("refetch while the purged files may remain = %v, want ErrState", err)
 	}
-	rest, next, _ := s.ListQuarantined(2, next)
-	if len(rest) != 1 || rest[0].ID != "c" || next != "" {
-		t.Fatalf("page 2 = %+v %q", rest, next)
+	for _, id := range []string{"b1", "b2"} {
+		if err := s.ExportFilesRemoved(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := s.Refetch("b1", week, t0.Add(2*time.Hour))
+	if err != nil || b.State != StateQueued {
+		t.Fatalf("refetch of a purged batch within the provider's retention = %+v, %v", b, err)
+	}
+	_, err = s.Refetch("b2", week, t0.Add(week+time.Hour))
+	if !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "was purged and the provider no longer keeps its results") {
+		t.Fatalf("refetch of a purged batch past retention = %v", err)
+	}
+	counts, _ := s.Counts()
+	if counts[StatePurged] != 1 || counts[StateQueued] != 1 {
+		t.Fatalf("counts = %v", counts)
 	}
 }

@@ -43,3 +43,13 @@ func backfillAwaiting(tx *bolt.Tx) (int, error) {
 	}
 	return n, aw.Put(awaitingBackfilled, nil)
 }
+
+// backfill adds, once per database, the index entries that earlier
+// versions did not keep.
+func backfill(tx *bolt.Tx) error {
+	if err := backfillPurgeIndex(tx); err != nil {
+		return err
+	}
+	_, err := backfillAwaiting(tx)
+	return err
+}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -15,7 +14,7 @@ import (
 // known; nor is one abandoned before any was recorded). It runs in a read
 // transaction: answering a duplicate delivery never costs a write (an empty
 // write transaction still fsyncs). A "known" written by the commit under
-// way waits for it to return (durable.go).
+// way waits for it to return (engine_durable.go).
 func (s *Store) Known(id string) (bool, error) {
 	return s.KnownContext(context.Background(), id)
 }
@@ -70,95 +69,32 @@ func recordTx(tx *bolt.Tx, n Notification) (bool, error) {
 	return true, putBatch(tx, b)
 }
 
-// Quarantine keeps a signed but invalid delivery. An entry with the same
-// body hash is kept once; the call then writes nothing.
-func (s *Store) Quarantine(q Quarantined) error {
-	return s.QuarantineContext(context.Background(), q)
+// Record stores the first accepted batch.completed for n.BatchID and makes
+// the batch due at once, in a durable transaction shared with concurrent
+// callers. It returns false when the batch was already recorded (a
+// concurrent delivery won the race); the stored record is then unchanged.
+func (s *Store) Record(n Notification) (bool, error) {
+	return s.RecordContext(context.Background(), n)
 }
 
-// QuarantineContext is Quarantine for a caller with a deadline
-// (ErrSlowCommit, as RecordContext).
-func (s *Store) QuarantineContext(ctx context.Context, q Quarantined) error {
-	return s.putOnce(ctx, bucketQuarantine, q.ID, q)
-}
-
-// Audit keeps a signed delivery of another event. An identical body is kept
-// once; the call then writes nothing.
-func (s *Store) Audit(e AuditEvent) error {
-	return s.AuditContext(context.Background(), e)
-}
-
-// AuditContext is Audit for a caller with a deadline (ErrSlowCommit, as
-// RecordContext).
-func (s *Store) AuditContext(ctx context.Context, e AuditEvent) error {
-	return s.putOnce(ctx, bucketEvents, e.ID, e)
-}
-
-// putOnce keeps v under id in bucket unless an entry is there: a
-// webhook's write, through the group commit. An entry found was perhaps
-// written by the commit under way; then it waits for that one.
-func (s *Store) putOnce(ctx context.Context, bucket []byte, id string, v any) error {
-	key := lookupKey(bucket, id)
-	var exists bool
-	snap, err := s.db.viewAt(func(tx *bolt.Tx) error {
-		exists = tx.Bucket(bucket).Get([]byte(id)) != nil
-		return nil
-	})
-	if err == nil && exists {
-		err = s.db.settled(ctx, key, snap)
-	}
-	if err != nil {
-		return fmt.Errorf("look up %s entry: %w", bucket, err)
-	}
-	if exists {
-		return nil
-	}
-	data, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("encode %s entry: %w", bucket, err)
-	}
-	res := s.write(ctx, fmt.Sprintf("store %s entry", bucket), func(tx *bolt.Tx) (writeRes, error) {
-		b := tx.Bucket(bucket)
-		if b.Get([]byte(id)) != nil {
-			return writeRes{}, nil
+// RecordContext is Record for a caller with a deadline: when ctx ends
+// before the commit returns it returns ErrSlowCommit, and the record may
+// still be committed.
+func (s *Store) RecordContext(ctx context.Context, n Notification) (bool, error) {
+	res := s.write(ctx, "record batch "+n.BatchID, func(tx *bolt.Tx) (writeRes, error) {
+		created, err := recordTx(tx, n)
+		if err != nil || !created {
+			return writeRes{}, err
 		}
-		s.db.mark(tx, key)
-		return writeRes{created: true}, b.Put([]byte(id), data)
+		s.db.mark(tx, lookupKey(bucketBatches, n.BatchID))
+		tx.OnCommit(s.notify)
+		return writeRes{created: true}, nil
 	})
-	return res.err
+	return res.created, res.err
 }
 
-// GetQuarantined returns the quarantine entry id, or ErrNotFound.
-func (s *Store) GetQuarantined(id string) (*Quarantined, error) {
-	var q Quarantined
-	return &q, s.getJSON(bucketQuarantine, id, &q)
-}
-
-// GetAudit returns the audit entry id, or ErrNotFound.
-func (s *Store) GetAudit(id string) (*AuditEvent, error) {
-	var e AuditEvent
-	return &e, s.getJSON(bucketEvents, id, &e)
-}
-
-func (s *Store) getJSON(bucket []byte, id string, v any) error {
-	return s.db.View(func(tx *bolt.Tx) error {
-		data := tx.Bucket(bucket).Get([]byte(id))
-		if data == nil {
-			return ErrNotFound
-		}
-		if err := json.Unmarshal(data, v); err != nil {
-			return fmt.Errorf("decode %s entry %s: %w", bucket, id, err)
-		}
-		return nil
-	})
-}
-
-// CountQuarantined returns the number of quarantine entries.
-func (s *Store) CountQuarantined() (int, error) {
-	var n int
-	err := s.db.View(func(tx *bolt.Tx) error {
-		n = tx.Bucket(bucketQuarantine).Stats().KeyN
-		return nil
-	})
-	return n, err
+// lookupKey is the key a webhook's lookup of id in bucket waits on
+// (durableDB.mark and settled).
+func lookupKey(bucket []byte, id string) string {
+	return string(bucket) + "\x00" + id
 }

@@ -152,7 +152,7 @@ func (s *Store) notifyPayments(sink string) {
 // event logged under it, and whether there is one. A "known" answer logged
 // by the commit under way waits until that commit has returned, so a
 // duplicate reply never promises an event that a failing commit may lose;
-// it waits for no other commit (durable.go).
+// it waits for no other commit (engine_durable.go).
 func (s *Store) PaymentKnown(dedupKey string) (uint64, bool, error) {
 	return s.PaymentKnownContext(context.Background(), dedupKey)
 }

@@ -7,11 +7,11 @@
 // fsync before the method returns, so a caller that replies 2xx after a nil
 // error has made the batch durable. The webhooks' methods that take a
 // context may return ErrSlowCommit first, promising nothing (their write
-// goes on; group.go).
+// goes on; engine_group.go).
 package store
 
 import (
-	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -25,13 +25,6 @@ import (
 
 // FileName is the name of the database file inside the data directory.
 const FileName = "batchhook.db"
-
-var (
-	bucketBatches    = []byte("batches")
-	bucketDue        = []byte("due")
-	bucketQuarantine = []byte("quarantine")
-	bucketEvents     = []byte("events")
-)
 
 // initialMmap is the address space bbolt maps at open (virtual: the file
 // and the memory in use grow with the data). A commit that needs a larger
@@ -54,13 +47,13 @@ const allocSize = 4 << 20
 
 // Store is the bbolt-backed store. It is safe for concurrent use.
 type Store struct {
-	db   *durableDB // bbolt, failing closed after a failed commit (durable.go)
+	db   *durableDB // bbolt, failing closed after a failed commit (engine_durable.go)
 	wake chan struct{}
 	// submitWake and pollWake wake the submitter and the reconciler.
 	submitWake chan struct{}
 	pollWake   chan struct{}
 
-	// The group-commit writer (group.go).
+	// The group-commit writer (engine_group.go).
 	records    chan writeReq
 	quit       chan struct{}
 	writerDone chan struct{}
@@ -76,7 +69,7 @@ type Store struct {
 	payWake paymentWake
 
 	// migrated counts the records Open moved to the records bucket
-	// (layout.go).
+	// (batch_layout.go).
 	migrated int
 }
 
@@ -142,16 +135,6 @@ func open(dir string, lockTimeout time.Duration, openFile func(string, int, os.F
 	return s, nil
 }
 
-// backfill adds, once per database, the index entries that earlier
-// versions did not keep.
-func backfill(tx *bolt.Tx) error {
-	if err := backfillPurgeIndex(tx); err != nil {
-		return err
-	}
-	_, err := backfillAwaiting(tx)
-	return err
-}
-
 // Close stops the group-commit writer and closes the database. Call it
 // last, after the receiver and the fetcher have stopped; it is safe to call
 // twice.
@@ -185,33 +168,6 @@ func (s *Store) Ping() error {
 	return s.db.update(func(tx *bolt.Tx) error { return nil }, false)
 }
 
-// dueKey orders the due bucket by time, then id: the first key is the batch
-// that is due soonest.
-func dueKey(at time.Time, id string) []byte {
-	k := make([]byte, 8+len(id))
-	binary.BigEndian.PutUint64(k, uint64(at.UnixNano()))
-	copy(k[8:], id)
-	return k
-}
-
-func schedule(tx *bolt.Tx, b *Batch, at time.Time) error {
-	b.NextAttemptAt = at
-	due := tx.Bucket(bucketDue)
-	due.FillPercent = appendFill
-	return due.Put(dueKey(at, b.ID), nil)
-}
-
-// Get returns the record of batch id, or ErrNotFound.
-func (s *Store) Get(id string) (*Batch, error) {
-	var b *Batch
-	err := s.db.View(func(tx *bolt.Tx) error {
-		var err error
-		b, err = getBatch(tx, id)
-		return err
-	})
-	return b, err
-}
-
 // keys lists the keys of a top-level bucket that holds only intents (an
 // export directory still to delete, for the sinks or for a purge).
 func (s *Store) keys(bucket []byte) ([]string, error) {
@@ -230,4 +186,12 @@ func (s *Store) deleteKey(bucket []byte, key string) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucket).Delete([]byte(key))
 	})
+}
+
+func putJSON(b *bolt.Bucket, key string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", key, err)
+	}
+	return b.Put([]byte(key), data)
 }
