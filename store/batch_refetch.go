@@ -26,15 +26,13 @@ func (s *Store) Refetch(id string, retention time.Duration, now time.Time) (*Bat
 		if !b.State.Final() {
 			return fmt.Errorf("batch %s is %s: %w", id, b.State, ErrState)
 		}
-		if tx.Bucket(bucketExportRemovals).Get([]byte(id)) != nil {
-			// The dispatcher removes the old directory next: a new export
-			// published before that would be removed with it.
-			return fmt.Errorf("batch %s: its export is being removed; try again in a moment: %w", id, ErrState)
-		}
-		if exportBeingPurged(tx, id) {
-			// The purger deletes the old directory next: a new export
-			// published before that would be deleted with it.
+		// The old directory is deleted next (by the dispatcher, or the
+		// purger for a purged export): a new export published before that
+		// would be deleted with it.
+		if r, ok := pendingFileRemoval(tx, id); ok && r.Purge {
 			return fmt.Errorf("batch %s: its purged export is being deleted; try again in a moment: %w", id, ErrState)
+		} else if ok {
+			return fmt.Errorf("batch %s: its export is being removed; try again in a moment: %w", id, ErrState)
 		}
 		if start := b.RetentionStart(); now.Sub(start) > retention && b.State == StatePurged {
 			return fmt.Errorf("batch %s was purged and the provider no longer keeps its results (retention %s from %s ended %s): %w",

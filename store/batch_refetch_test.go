@@ -88,7 +88,7 @@ func TestRefetchOfAPurgedBatch(t *testing.T) {
 		t.Fatalf("refetch while the purged files may remain = %v, want ErrState", err)
 	}
 	for _, id := range []string{"b1", "b2"} {
-		if err := s.ExportFilesRemoved(id); err != nil {
+		if err := s.FileRemovalDone(FileRemoval{BatchID: id, Purge: true}); err != nil {
 			t.Fatal(err)
 		}
 	}

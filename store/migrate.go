@@ -44,12 +44,17 @@ func backfillAwaiting(tx *bolt.Tx) (int, error) {
 	return n, aw.Put(awaitingBackfilled, nil)
 }
 
-// backfill adds, once per database, the index entries that earlier
-// versions did not keep.
+// backfill brings a database written by an earlier version up to date,
+// in the transaction that opens it: the index entries earlier versions did
+// not keep are added once, and the file removals they kept in two buckets
+// move to one (migrateFileRemovals).
 func backfill(tx *bolt.Tx) error {
 	if err := backfillPurgeIndex(tx); err != nil {
 		return err
 	}
-	_, err := backfillAwaiting(tx)
+	if _, err := backfillAwaiting(tx); err != nil {
+		return err
+	}
+	_, err := migrateFileRemovals(tx)
 	return err
 }

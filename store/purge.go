@@ -18,14 +18,12 @@ import (
 // updated by setState in the transaction that changes the state, so that a
 // pass walks only batches old enough to be due instead of every record:
 //   - purge_exports: exported batches whose export is not purged yet;
-//   - purge_records: final batches whose record is not reduced yet;
-//   - purge_files: ids of purged batches whose export directory may still
-//     be on disk; an id goes only once its files are gone, so a crash
-//     between the tombstone's commit and the removal loses nothing.
+//   - purge_records: final batches whose record is not reduced yet.
+//
+// A purged export's files are deleted through a file removal (removal.go).
 var (
 	bucketPurgeExports = []byte("purge_exports")
 	bucketPurgeRecords = []byte("purge_records")
-	bucketPurgeFiles   = []byte("purge_files")
 )
 
 // Tombstone is what stays of a batch after the purger removed its personal
@@ -100,7 +98,7 @@ var purgeIndexBackfilled = []byte("purge-index-backfilled")
 // indexes the final batches already there. It decodes only the records
 // whose JSON says they are exported or abandoned.
 func backfillPurgeIndex(tx *bolt.Tx) error {
-	for _, name := range [][]byte{bucketPurgeExports, bucketPurgeRecords, bucketPurgeFiles, bucketMeta} {
+	for _, name := range [][]byte{bucketPurgeExports, bucketPurgeRecords, bucketMeta} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("create bucket %s: %w", name, err)
 		}

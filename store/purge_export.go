@@ -12,7 +12,8 @@ import (
 
 // PurgeExport moves the exported batch id to purged with its tombstone and
 // records that its export directory is to be deleted, in one transaction;
-// the caller then deletes the files and calls ExportFilesRemoved. It
+// the caller then deletes the files and calls FileRemovalDone (the
+// removal has Purge set). It
 // returns ErrDeliveryPending while a delivery of the export is pending
 // (DECISIONS 23) and ErrState when the batch is no longer exported (a
 // refetch came first). The returned batch's Tombstone.NeverDelivered names
@@ -49,7 +50,7 @@ func (s *Store) PurgeExport(id string, p ExportPurge, now time.Time) (*Batch, er
 		slices.Sort(never)
 		t.NeverDelivered = never
 		b.ExportPath, b.UpdatedAt = "", now
-		if err := tx.Bucket(bucketPurgeFiles).Put([]byte(id), nil); err != nil {
+		if err := recordFileRemoval(tx, id, true); err != nil {
 			return err
 		}
 		out = b
@@ -74,28 +75,4 @@ func forDeliveries(tx *bolt.Tx, batchID string, fn func(*Delivery) error) error 
 		}
 	}
 	return nil
-}
-
-// ExportFileRemovals returns the purged batches whose export directory may
-// still be on disk (a crash came between PurgeExport and the removal).
-func (s *Store) ExportFileRemovals() ([]string, error) {
-	ids, err := s.keys(bucketPurgeFiles)
-	if err != nil {
-		return nil, fmt.Errorf("list purged exports to remove: %w", err)
-	}
-	return ids, nil
-}
-
-// ExportFilesRemoved records that the purged export of id is gone from disk.
-func (s *Store) ExportFilesRemoved(id string) error {
-	if err := s.deleteKey(bucketPurgeFiles, id); err != nil {
-		return fmt.Errorf("record purged export of %s removed: %w", id, err)
-	}
-	return nil
-}
-
-// exportBeingPurged reports whether the purged export of id may still be
-// on disk: a refetch must wait, or its new export would be deleted with it.
-func exportBeingPurged(tx *bolt.Tx, id string) bool {
-	return tx.Bucket(bucketPurgeFiles).Get([]byte(id)) != nil
 }

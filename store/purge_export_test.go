@@ -38,13 +38,13 @@ func TestPurgeExportKeepsATombstoneAndTheBatchStaysKnown(t *testing.T) {
 	if got := candidateIDs(t, s, now); len(got) != 0 {
 		t.Fatalf("a purged batch is still an export candidate: %v", got)
 	}
-	if ids, _ := s.ExportFileRemovals(); strings.Join(ids, ",") != "b1" {
-		t.Fatalf("file removals = %v, want b1 until its files are gone", ids)
+	if rs, _ := s.FileRemovals(); len(rs) != 1 || rs[0] != (FileRemoval{BatchID: "b1", Purge: true}) {
+		t.Fatalf("file removals = %v, want b1's purge until its files are gone", rs)
 	}
-	if err := s.ExportFilesRemoved("b1"); err != nil {
+	if err := s.FileRemovalDone(FileRemoval{BatchID: "b1", Purge: true}); err != nil {
 		t.Fatal(err)
 	}
-	if ids, _ := s.ExportFileRemovals(); len(ids) != 0 {
+	if ids, _ := s.FileRemovals(); len(ids) != 0 {
 		t.Fatalf("file removals after removal = %v", ids)
 	}
 	counts, _ := s.Counts()

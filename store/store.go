@@ -104,7 +104,7 @@ func open(dir string, lockTimeout time.Duration, openFile func(string, int, os.F
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, name := range [][]byte{bucketBatches, bucketRecords, bucketMeta, bucketDue, bucketQuarantine, bucketEvents, bucketPending, bucketCounts,
 			bucketSubmissions, bucketChunks, bucketChunkQueue, bucketChunkCounts, bucketSent, bucketPolls, bucketAwaiting,
-			bucketDeliveries, bucketDeliveryDue, bucketDeliveryQueued, bucketDeliveryState, bucketDeliveryCounts, bucketExportRemovals,
+			bucketDeliveries, bucketDeliveryDue, bucketDeliveryQueued, bucketDeliveryState, bucketDeliveryCounts, bucketFileRemovals,
 			bucketPaymentEvents, bucketPaymentBodies, bucketPaymentDedup, bucketPaymentCursors, bucketPaymentFailed,
 			bucketRejected} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
@@ -168,26 +168,7 @@ func (s *Store) Ping() error {
 	return s.db.update(func(tx *bolt.Tx) error { return nil }, false)
 }
 
-// keys lists the keys of a top-level bucket that holds only intents (an
-// export directory still to delete, for the sinks or for a purge).
-func (s *Store) keys(bucket []byte) ([]string, error) {
-	var out []string
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucket).ForEach(func(k, _ []byte) error {
-			out = append(out, string(k))
-			return nil
-		})
-	})
-	return out, err
-}
-
-// deleteKey removes one intent from a top-level bucket, durably.
-func (s *Store) deleteKey(bucket []byte, key string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucket).Delete([]byte(key))
-	})
-}
-
+// putJSON stores v, encoded as JSON, under key in b.
 func putJSON(b *bolt.Bucket, key string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
