@@ -1,6 +1,9 @@
 package store
 
 import (
+	"fmt"
+	"slices"
+
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -22,6 +25,10 @@ import (
 //
 // A purged batch keeps its record as a tombstone (Batch.Tombstone): it stays
 // known, so a replayed batch.completed is a duplicate (DECISIONS 21).
+//
+// The diagram is enforced: transitions holds its arrows, setState refuses
+// any other move with ErrTransition, and a test reads the diagram above
+// and fails when it and the table differ.
 type State string
 
 // The batch states.
@@ -66,12 +73,43 @@ func (b *Batch) awaitingNotification() bool {
 // States lists every batch state, in pipeline order (for metrics and docs).
 var States = []State{StateSubmitted, StateTracked, StateQueued, StateFetching, StateExported, StateAbandoned, StatePurged}
 
+// transitions is the diagram on State as a table: from each state (""
+// for a batch not yet recorded) the states setState may move a batch to.
+// Staying in a state is no move and always allowed (Checkpoint keeps a
+// batch fetching). Some arrows hold only under a condition their caller
+// checks (abandoned → queued only while no notification is recorded).
+var transitions = map[State][]State{
+	"":             {StateSubmitted, StateTracked, StateQueued},
+	StateSubmitted: {StateQueued, StateAbandoned},
+	StateTracked:   {StateQueued, StateAbandoned},
+	StateQueued:    {StateFetching},
+	StateFetching:  {StateQueued, StateExported, StateAbandoned},
+	StateExported:  {StatePurged, StateQueued},
+	StateAbandoned: {StateQueued, StatePurged},
+	StatePurged:    {StateQueued},
+}
+
+// allowed reports whether transitions has the move from → to.
+func allowed(from, to State) bool { return slices.Contains(transitions[from], to) }
+
+// stateName names s in an error: "(none)" for a batch not yet recorded.
+func stateName(s State) string {
+	if s == "" {
+		return "(none)"
+	}
+	return string(s)
+}
+
 // setState moves b to state to, keeping the counts and the pending index
-// right. Every state change goes through it.
+// right. Every state change goes through it; a move transitions does not
+// hold is refused with ErrTransition and changes nothing.
 func setState(tx *bolt.Tx, b *Batch, to State) error {
 	from := b.State
 	if from == to {
 		return nil
+	}
+	if !allowed(from, to) {
+		return fmt.Errorf("batch %s: %s → %s: %w", b.ID, stateName(from), stateName(to), ErrTransition)
 	}
 	if from != "" {
 		if err := addCount(tx, from, -1); err != nil {

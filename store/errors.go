@@ -51,3 +51,8 @@ var ErrClosed = errors.New("store is closed")
 // ErrDeliveryPending is returned by PurgeExport while a delivery of the
 // export is pending: it is deleted only once every sink is done with it.
 var ErrDeliveryPending = errors.New("a delivery of the export is pending")
+
+// ErrTransition is returned when a write would move a batch between two
+// states the state diagram (State) has no arrow for: a bug, not a conflict
+// an operator can resolve; nothing is written.
+var ErrTransition = errors.New("batch state transition not allowed")
