@@ -1,18 +1,7 @@
-// Package store is the durable bottom of batchhook: it owns the bbolt file
-// and the nouns kept in it (notifications, batch records and their states,
-// checkpoints, quarantine and audit entries). No other package imports bbolt
-// and no exported signature mentions it.
-//
-// Every exported method is one transaction. Writes are committed with
-// fsync before the method returns, so a caller that replies 2xx after a nil
-// error has made the batch durable. The webhooks' methods that take a
-// context may return ErrSlowCommit first, promising nothing (their write
-// goes on; engine_group.go).
 package store
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,30 +9,10 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 )
 
 // FileName is the name of the database file inside the data directory.
 const FileName = "batchhook.db"
-
-// initialMmap is the address space bbolt maps at open (virtual: the file
-// and the memory in use grow with the data). A commit that needs a larger
-// map waits until every read transaction has ended, so without it a
-// backup streaming to a slow client could hold up writes (Backup).
-const initialMmap = 1 << 30
-
-// boltOptions are the database's settings. The free-page list is still
-// written at every commit: with NoFreelistSync bbolt rebuilds it at open
-// and in Tx.Check by walking every page, and that walk panics on a damaged
-// page, so `batchhook backup --check` and restore would crash on a bad file
-// instead of refusing it (store/backup_test.go's damaged files). The file
-// grows allocSize at a time instead of bbolt's 16 MiB, so its size stays
-// close to what it holds (issue 15: database bytes per batch).
-func boltOptions(lockTimeout time.Duration, openFile func(string, int, os.FileMode) (*os.File, error)) *bolt.Options {
-	return &bolt.Options{Timeout: lockTimeout, OpenFile: openFile, InitialMmapSize: initialMmap}
-}
-
-const allocSize = 4 << 20
 
 // Store is the bbolt-backed store. It is safe for concurrent use.
 type Store struct {
@@ -93,33 +62,11 @@ func open(dir string, lockTimeout time.Duration, openFile func(string, int, os.F
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
 	path := filepath.Join(dir, FileName)
-	db, err := bolt.Open(path, 0o600, boltOptions(lockTimeout, openFile))
-	if errors.Is(err, berrors.ErrTimeout) {
-		return nil, fmt.Errorf("open %s: %w (is another batchhook running on this data dir?)", path, ErrLocked)
-	}
+	db, err := openBolt(path, lockTimeout, openFile)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err
 	}
-	db.AllocSize = allocSize
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketBatches, bucketRecords, bucketMeta, bucketDue, bucketQuarantine, bucketEvents, bucketPending, bucketCounts,
-			bucketSubmissions, bucketChunks, bucketChunkQueue, bucketChunkCounts, bucketSent, bucketPolls, bucketAwaiting,
-			bucketDeliveries, bucketDeliveryDue, bucketDeliveryQueued, bucketDeliveryState, bucketDeliveryCounts, bucketFileRemovals,
-			bucketPaymentEvents, bucketPaymentBodies, bucketPaymentDedup, bucketPaymentCursors, bucketPaymentFailed,
-			bucketRejected} {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return fmt.Errorf("create bucket %s: %w", name, err)
-			}
-		}
-		return nil
-	})
-	var migrated int
-	if err == nil {
-		migrated, err = migrateLayout(db)
-	}
-	if err == nil {
-		err = db.Update(backfill)
-	}
+	migrated, err := prepare(db)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("initialise %s: %w", path, err)
@@ -159,13 +106,6 @@ func (s *Store) notify() {
 	case s.wake <- struct{}{}:
 	default:
 	}
-}
-
-// Ping checks that the database accepts a write transaction. Its empty
-// commit does not clear the last write error (it succeeds on a full disk),
-// but its failure fails the store like any commit's.
-func (s *Store) Ping() error {
-	return s.db.update(func(tx *bolt.Tx) error { return nil }, false)
 }
 
 // putJSON stores v, encoded as JSON, under key in b.
