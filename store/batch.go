@@ -6,9 +6,9 @@ import (
 
 // Batch is the durable record of one batch.
 //
-// Its encoding (batch_layout.go) leaves out what is zero or repeated: the id is
-// the record's key, so it is not stored again (records written before issue
-// 15 still carry it).
+// Its encoding (batch_encode.go, batch_layout.go) leaves out what is zero
+// or repeated: the id is the record's key, so it is not stored again
+// (records written before the records bucket still carry it).
 type Batch struct {
 	ID           string       `json:"-"`
 	State        State        `json:"state"`

@@ -10,8 +10,8 @@ import (
 
 const week = 168 * time.Hour
 
-// Issue 10 item 5: at start a fetching batch always goes back to queued,
-// even one the pending index lost.
+// At start a fetching batch always goes back to queued, even one the
+// pending index lost.
 func TestReleaseLeasesFindsABatchMissingFromThePendingIndex(t *testing.T) {
 	s := openTest(t, t.TempDir())
 	for _, id := range []string{"b1", "b2", "b3"} {

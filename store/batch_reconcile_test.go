@@ -110,7 +110,7 @@ func TestPollRescheduleReconcileAndAbandon(t *testing.T) {
 		t.Fatalf("counts %v", counts)
 	}
 	// No notification was ever recorded for it: a late genuine one is
-	// accepted and queues the batch (issue 10 item 6), once.
+	// accepted and queues the batch, once.
 	if known, _ := s.Known("gone"); known {
 		t.Fatal("a batch abandoned before any notification is known: its late webhook would be a duplicate")
 	}

@@ -47,8 +47,8 @@ func TestRefetchOnlyFinalBatches(t *testing.T) {
 	}
 }
 
-// Issue 10 item 2: once the provider no longer keeps a batch's results, a
-// refetch could only fail; it is refused with the reason.
+// Once the provider no longer keeps a batch's results, a refetch could
+// only fail; it is refused with the reason.
 func TestRefetchRefusedPastRetention(t *testing.T) {
 	s := openTest(t, t.TempDir())
 	completed := t0.Add(-time.Hour)

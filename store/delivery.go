@@ -13,8 +13,7 @@ import (
 )
 
 // DeliveryState is where one delivery (one batch's export to one sink) is.
-// The states and who moves a delivery between them (issue 11, DECISIONS
-// 21-22):
+// The states and who moves a delivery between them (DECISIONS 21-22):
 //
 //	(none) ──Finish(exported) of a new export, or an operator's Redeliver──▶ pending
 //	pending ──dispatcher: the sink answered Retry (or shutdown)──▶ pending (due later)

@@ -14,7 +14,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// The payments product (issue 13): every verified payments webhook is
+// The payments product: every verified payments webhook is
 // appended to an event log, numbered in commit order, before it is
 // answered. The log is append-only: an event is never changed, except that
 // its body is dropped (kept as its sha256) when RECORD_RETENTION passes or

@@ -30,7 +30,7 @@ type Quarantined struct {
 	BatchID string `json:"batch_id,omitempty"`
 }
 
-// ProductPayments tags what came through the payments webhook (issue 13).
+// ProductPayments tags what came through the payments webhook.
 const ProductPayments = "payments"
 
 // ListQuarantined returns up to limit quarantine entries after cursor (an

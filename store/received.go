@@ -8,6 +8,9 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
+// Quarantine and audit entries are signed deliveries kept whole, each
+// keyed by the SHA-256 of its body; they are written and read alike.
+
 // putOnce keeps v under id in bucket unless an entry is there: a
 // webhook's write, through the group commit. An entry found was perhaps
 // written by the commit under way; then it waits for that one.
