@@ -142,3 +142,32 @@ func TestARemovalDoesNotClearALargerScope(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A crash between the transaction that records a removal and the deletion
+// of the files loses nothing: after a reopen both kinds are still listed,
+// each with its scope, until their deletion is recorded done.
+func TestRemovalsOutliveACrashBeforeTheFilesAreDeleted(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir)
+	s.SetSinks([]string{"http"})
+	exportBatch(t, s, "r1", t0)
+	exportBatch(t, s, "p1", t0)
+	d := deliveryOf(t, s, "r1", "http")
+	if remove, err := s.Delivered("r1", "http", d.Generation, t0, true); err != nil || !remove {
+		t.Fatalf("delivered = %v %v; want remove", remove, err)
+	}
+	d = deliveryOf(t, s, "p1", "http")
+	if _, err := s.Delivered("p1", "http", d.Generation, t0, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PurgeExport("p1", ExportPurge{ExportedAt: t0}, t0.Add(month)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close() // the crash: neither deletion happened nor was recorded
+
+	s = openTest(t, dir)
+	want := []FileRemoval{{BatchID: "p1", Purge: true}, {BatchID: "r1"}}
+	if rs, err := s.FileRemovals(); err != nil || !slices.Equal(rs, want) {
+		t.Fatalf("file removals after the reopen = %v, %v; want %v", rs, err, want)
+	}
+}
