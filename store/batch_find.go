@@ -48,3 +48,14 @@ func (s *Store) FindBatch(id string) (*Batch, error) {
 	}
 	return b, nil
 }
+
+// Get returns the record of batch id, or ErrNotFound.
+func (s *Store) Get(id string) (*Batch, error) {
+	var b *Batch
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		b, err = getBatch(tx, id)
+		return err
+	})
+	return b, err
+}

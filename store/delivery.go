@@ -13,8 +13,7 @@ import (
 )
 
 // DeliveryState is where one delivery (one batch's export to one sink) is.
-// The states and who moves a delivery between them (issue 11, DECISIONS
-// 21-22):
+// The states and who moves a delivery between them (DECISIONS 21-22):
 //
 //	(none) ──Finish(exported) of a new export, or an operator's Redeliver──▶ pending
 //	pending ──dispatcher: the sink answered Retry (or shutdown)──▶ pending (due later)
@@ -84,21 +83,17 @@ type Delivery struct {
 //   - delivery_queued: one sub-bucket per sink, (queued at, batch id) for
 //     every pending delivery: the first key is the oldest (metrics);
 //   - delivery_state: state, 0, batch id, 0, sink: the admin lists by state;
-//   - delivery_counts: sink, 0, state → count (metrics, no scan);
-//   - export_removals: ids of batches whose export is to be removed once
-//     every sink delivered it (file not in BATCHHOOK_SINKS); an entry goes
-//     only after the directory is gone, so a crash in between loses nothing.
+//   - delivery_counts: sink, 0, state → count (metrics, no scan).
+//
+// An export every sink delivered while file is not in BATCHHOOK_SINKS is
+// removed through a file removal (removal.go).
 var (
 	bucketDeliveries     = []byte("deliveries")
 	bucketDeliveryDue    = []byte("delivery_due")
 	bucketDeliveryQueued = []byte("delivery_queued")
 	bucketDeliveryState  = []byte("delivery_state")
 	bucketDeliveryCounts = []byte("delivery_counts")
-	bucketExportRemovals = []byte("export_removals")
 )
-
-var deliveryBuckets = [][]byte{bucketDeliveries, bucketDeliveryDue, bucketDeliveryQueued, bucketDeliveryState,
-	bucketDeliveryCounts, bucketExportRemovals}
 
 // SetSinks tells the store the configured sinks other than file (from
 // BATCHHOOK_SINKS): Finish queues one delivery for each, and each gets a
@@ -374,8 +369,9 @@ func (s *Store) FailDelivery(batchID, sink string, gen uint64, kind, reason stri
 // Delivered ends the delivery as delivered at now. With dropExport (file
 // is not a configured sink) and every configured sink now holding the
 // batch's export, the batch is marked ExportRemoved and queued for
-// removal in the same transaction, and remove is true: the caller removes
-// the directory and then calls ExportRemovalDone.
+// removal (a FileRemoval without Purge) in the same transaction, and
+// remove is true: the caller removes the directory and then calls
+// FileRemovalDone.
 func (s *Store) Delivered(batchID, sink string, gen uint64, now time.Time, dropExport bool) (remove bool, err error) {
 	err = s.changeDelivery(batchID, sink, gen, func(tx *bolt.Tx, d *Delivery) error {
 		d.Attempts++
@@ -403,7 +399,7 @@ func (s *Store) Delivered(batchID, sink string, gen uint64, now time.Time, dropE
 			}
 		}
 		b.ExportRemoved, b.UpdatedAt = true, now
-		if err := tx.Bucket(bucketExportRemovals).Put([]byte(batchID), nil); err != nil {
+		if err := recordFileRemoval(tx, batchID, false); err != nil {
 			return err
 		}
 		remove = true
@@ -413,24 +409,6 @@ func (s *Store) Delivered(batchID, sink string, gen uint64, now time.Time, dropE
 		return false, fmt.Errorf("record delivery of %s to %s: %w", batchID, sink, err)
 	}
 	return remove, nil
-}
-
-// ExportRemovals returns the batches whose export is to be removed and may
-// still be on disk (a crash came between the record and the removal).
-func (s *Store) ExportRemovals() ([]string, error) {
-	ids, err := s.keys(bucketExportRemovals)
-	if err != nil {
-		return nil, fmt.Errorf("list export removals: %w", err)
-	}
-	return ids, nil
-}
-
-// ExportRemovalDone records that the export of batchID is gone from disk.
-func (s *Store) ExportRemovalDone(batchID string) error {
-	if err := s.deleteKey(bucketExportRemovals, batchID); err != nil {
-		return fmt.Errorf("record export of %s removed: %w", batchID, err)
-	}
-	return nil
 }
 
 // Redeliver queues the export of batchID to sink again, from part 0, with

@@ -211,10 +211,10 @@ func TestRedeliverRefusals(t *testing.T) {
 	if _, err := s.Refetch("q", week, t0); !errors.Is(err, ErrState) {
 		t.Fatalf("refetch during the removal = %v, want ErrState", err)
 	}
-	if ids, _ := s.ExportRemovals(); len(ids) != 1 || ids[0] != "q" {
-		t.Fatalf("removals = %v", ids)
+	if rs, _ := s.FileRemovals(); len(rs) != 1 || rs[0] != (FileRemoval{BatchID: "q"}) {
+		t.Fatalf("removals = %v", rs)
 	}
-	if err := s.ExportRemovalDone("q"); err != nil {
+	if err := s.FileRemovalDone(FileRemoval{BatchID: "q"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Refetch("q", week, t0); err != nil {

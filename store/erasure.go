@@ -120,7 +120,7 @@ type ErasedBody struct {
 	ID   string `json:"id"`
 }
 
-// ErasedPayment is a payment event whose body held the CPF (issue 13; see
+// ErasedPayment is a payment event whose body held the CPF (see
 // Store.ErasePayments): the body is gone, the event keeps its sha256.
 type ErasedPayment struct {
 	Seq    uint64 `json:"seq"`

@@ -1,6 +1,8 @@
 package store
 
-import "errors"
+import (
+	"errors"
+)
 
 // ErrNotFound is returned when a batch, quarantine entry or event does not exist.
 var ErrNotFound = errors.New("not found")
@@ -42,3 +44,15 @@ var ErrAmbiguous = errors.New("ambiguous id prefix")
 // goes on in the background (a retry then finds it once it is durable), or
 // never began. The webhooks answer it 503 before their write deadline.
 var ErrSlowCommit = errors.New("the commit it depends on has not returned yet")
+
+// ErrClosed is returned by Record after Close.
+var ErrClosed = errors.New("store is closed")
+
+// ErrDeliveryPending is returned by PurgeExport while a delivery of the
+// export is pending: it is deleted only once every sink is done with it.
+var ErrDeliveryPending = errors.New("a delivery of the export is pending")
+
+// ErrTransition is returned when a write would move a batch between two
+// states the state diagram (State) has no arrow for: a bug, not a conflict
+// an operator can resolve; nothing is written.
+var ErrTransition = errors.New("batch state transition not allowed")

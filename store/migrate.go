@@ -8,8 +8,8 @@ import (
 )
 
 // awaitingBackfilled marks, inside the awaiting bucket, that the bucket was
-// completed once for databases written before it listed abandoned batches
-// (issue 10 item 6). A NUL byte can never start a batch id (CheckBatchID),
+// completed once for databases written before it listed abandoned
+// batches. A NUL byte can never start a batch id (CheckBatchID),
 // so Known never mistakes it for one.
 var awaitingBackfilled = []byte("\x00backfilled-abandoned")
 
@@ -42,4 +42,47 @@ func backfillAwaiting(tx *bolt.Tx) (int, error) {
 		return 0, fmt.Errorf("backfill the awaiting index: %w", err)
 	}
 	return n, aw.Put(awaitingBackfilled, nil)
+}
+
+// prepare makes the database at db ready for this version, before the
+// store serves: it creates every bucket, moves the records of the layout
+// of earlier versions (migrateLayout, several transactions that resume
+// where a crash stopped them) and then backfills, in one transaction. It
+// returns how many records it moved.
+func prepare(db *bolt.DB) (int, error) {
+	err := db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketBatches, bucketRecords, bucketMeta, bucketDue, bucketQuarantine, bucketEvents, bucketPending, bucketCounts,
+			bucketSubmissions, bucketChunks, bucketChunkQueue, bucketChunkCounts, bucketSent, bucketPolls, bucketAwaiting,
+			bucketDeliveries, bucketDeliveryDue, bucketDeliveryQueued, bucketDeliveryState, bucketDeliveryCounts, bucketFileRemovals,
+			bucketPaymentEvents, bucketPaymentBodies, bucketPaymentDedup, bucketPaymentCursors, bucketPaymentFailed,
+			bucketRejected} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	migrated, err := migrateLayout(db)
+	if err != nil {
+		return migrated, err
+	}
+	return migrated, db.Update(backfill)
+}
+
+// backfill brings a database written by an earlier version up to date,
+// in the transaction that opens it: the index entries earlier versions did
+// not keep are added once, and the file removals they kept in two buckets
+// move to one (migrateFileRemovals).
+func backfill(tx *bolt.Tx) error {
+	if err := backfillPurgeIndex(tx); err != nil {
+		return err
+	}
+	if _, err := backfillAwaiting(tx); err != nil {
+		return err
+	}
+	_, err := migrateFileRemovals(tx)
+	return err
 }

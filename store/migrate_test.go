@@ -7,7 +7,7 @@ import (
 )
 
 // TestOpenBackfillsAbandonedBatchesIntoTheAwaitingIndex: a database written
-// before the awaiting index listed abandoned batches (issue 10 item 6) has
+// before the awaiting index listed abandoned batches has
 // a batch abandoned before any notification and missing from the index.
 // The next Open puts it back, once, so its late genuine webhook is queued;
 // a batch abandoned after its notification stays known.

@@ -14,7 +14,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// The payments product (issue 13): every verified payments webhook is
+// The payments product: every verified payments webhook is
 // appended to an event log, numbered in commit order, before it is
 // answered. The log is append-only: an event is never changed, except that
 // its body is dropped (kept as its sha256) when RECORD_RETENTION passes or
@@ -152,7 +152,7 @@ func (s *Store) notifyPayments(sink string) {
 // event logged under it, and whether there is one. A "known" answer logged
 // by the commit under way waits until that commit has returned, so a
 // duplicate reply never promises an event that a failing commit may lose;
-// it waits for no other commit (durable.go).
+// it waits for no other commit (engine_durable.go).
 func (s *Store) PaymentKnown(dedupKey string) (uint64, bool, error) {
 	return s.PaymentKnownContext(context.Background(), dedupKey)
 }

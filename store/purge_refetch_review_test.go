@@ -15,7 +15,7 @@ func TestAPurgedBatchRefetchedAndPurgedAgainHasTheNewPurgeDate(t *testing.T) {
 	if _, err := s.PurgeExport("b1", ExportPurge{ExportedAt: t0, ManifestSHA256: "old", ManifestItems: 3}, first); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ExportFilesRemoved("b1"); err != nil {
+	if err := s.FileRemovalDone(FileRemoval{BatchID: "b1", Purge: true}); err != nil {
 		t.Fatal(err)
 	}
 	at := t0.Add(2 * time.Hour)

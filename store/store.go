@@ -1,18 +1,7 @@
-// Package store is the durable bottom of batchhook: it owns the bbolt file
-// and the nouns kept in it (notifications, batch records and their states,
-// checkpoints, quarantine and audit entries). No other package imports bbolt
-// and no exported signature mentions it.
-//
-// Every exported method is one transaction. Writes are committed with
-// fsync before the method returns, so a caller that replies 2xx after a nil
-// error has made the batch durable. The webhooks' methods that take a
-// context may return ErrSlowCommit first, promising nothing (their write
-// goes on; group.go).
 package store
 
 import (
-	"encoding/binary"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,47 +9,20 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 )
 
 // FileName is the name of the database file inside the data directory.
 const FileName = "batchhook.db"
 
-var (
-	bucketBatches    = []byte("batches")
-	bucketDue        = []byte("due")
-	bucketQuarantine = []byte("quarantine")
-	bucketEvents     = []byte("events")
-)
-
-// initialMmap is the address space bbolt maps at open (virtual: the file
-// and the memory in use grow with the data). A commit that needs a larger
-// map waits until every read transaction has ended, so without it a
-// backup streaming to a slow client could hold up writes (Backup).
-const initialMmap = 1 << 30
-
-// boltOptions are the database's settings. The free-page list is still
-// written at every commit: with NoFreelistSync bbolt rebuilds it at open
-// and in Tx.Check by walking every page, and that walk panics on a damaged
-// page, so `batchhook backup --check` and restore would crash on a bad file
-// instead of refusing it (store/backup_test.go's damaged files). The file
-// grows allocSize at a time instead of bbolt's 16 MiB, so its size stays
-// close to what it holds (issue 15: database bytes per batch).
-func boltOptions(lockTimeout time.Duration, openFile func(string, int, os.FileMode) (*os.File, error)) *bolt.Options {
-	return &bolt.Options{Timeout: lockTimeout, OpenFile: openFile, InitialMmapSize: initialMmap}
-}
-
-const allocSize = 4 << 20
-
 // Store is the bbolt-backed store. It is safe for concurrent use.
 type Store struct {
-	db   *durableDB // bbolt, failing closed after a failed commit (durable.go)
+	db   *durableDB // bbolt, failing closed after a failed commit (engine_durable.go)
 	wake chan struct{}
 	// submitWake and pollWake wake the submitter and the reconciler.
 	submitWake chan struct{}
 	pollWake   chan struct{}
 
-	// The group-commit writer (group.go).
+	// The group-commit writer (engine_group.go).
 	records    chan writeReq
 	quit       chan struct{}
 	writerDone chan struct{}
@@ -76,7 +38,7 @@ type Store struct {
 	payWake paymentWake
 
 	// migrated counts the records Open moved to the records bucket
-	// (layout.go).
+	// (batch_layout.go).
 	migrated int
 }
 
@@ -100,33 +62,11 @@ func open(dir string, lockTimeout time.Duration, openFile func(string, int, os.F
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
 	path := filepath.Join(dir, FileName)
-	db, err := bolt.Open(path, 0o600, boltOptions(lockTimeout, openFile))
-	if errors.Is(err, berrors.ErrTimeout) {
-		return nil, fmt.Errorf("open %s: %w (is another batchhook running on this data dir?)", path, ErrLocked)
-	}
+	db, err := openBolt(path, lockTimeout, openFile)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
+		return nil, err
 	}
-	db.AllocSize = allocSize
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketBatches, bucketRecords, bucketMeta, bucketDue, bucketQuarantine, bucketEvents, bucketPending, bucketCounts,
-			bucketSubmissions, bucketChunks, bucketChunkQueue, bucketChunkCounts, bucketSent, bucketPolls, bucketAwaiting,
-			bucketDeliveries, bucketDeliveryDue, bucketDeliveryQueued, bucketDeliveryState, bucketDeliveryCounts, bucketExportRemovals,
-			bucketPaymentEvents, bucketPaymentBodies, bucketPaymentDedup, bucketPaymentCursors, bucketPaymentFailed,
-			bucketRejected} {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return fmt.Errorf("create bucket %s: %w", name, err)
-			}
-		}
-		return nil
-	})
-	var migrated int
-	if err == nil {
-		migrated, err = migrateLayout(db)
-	}
-	if err == nil {
-		err = db.Update(backfill)
-	}
+	migrated, err := prepare(db)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("initialise %s: %w", path, err)
@@ -140,16 +80,6 @@ func open(dir string, lockTimeout time.Duration, openFile func(string, int, os.F
 		quit: make(chan struct{}), writerDone: make(chan struct{}), migrated: migrated}
 	go s.writer()
 	return s, nil
-}
-
-// backfill adds, once per database, the index entries that earlier
-// versions did not keep.
-func backfill(tx *bolt.Tx) error {
-	if err := backfillPurgeIndex(tx); err != nil {
-		return err
-	}
-	_, err := backfillAwaiting(tx)
-	return err
 }
 
 // Close stops the group-commit writer and closes the database. Call it
@@ -178,56 +108,11 @@ func (s *Store) notify() {
 	}
 }
 
-// Ping checks that the database accepts a write transaction. Its empty
-// commit does not clear the last write error (it succeeds on a full disk),
-// but its failure fails the store like any commit's.
-func (s *Store) Ping() error {
-	return s.db.update(func(tx *bolt.Tx) error { return nil }, false)
-}
-
-// dueKey orders the due bucket by time, then id: the first key is the batch
-// that is due soonest.
-func dueKey(at time.Time, id string) []byte {
-	k := make([]byte, 8+len(id))
-	binary.BigEndian.PutUint64(k, uint64(at.UnixNano()))
-	copy(k[8:], id)
-	return k
-}
-
-func schedule(tx *bolt.Tx, b *Batch, at time.Time) error {
-	b.NextAttemptAt = at
-	due := tx.Bucket(bucketDue)
-	due.FillPercent = appendFill
-	return due.Put(dueKey(at, b.ID), nil)
-}
-
-// Get returns the record of batch id, or ErrNotFound.
-func (s *Store) Get(id string) (*Batch, error) {
-	var b *Batch
-	err := s.db.View(func(tx *bolt.Tx) error {
-		var err error
-		b, err = getBatch(tx, id)
-		return err
-	})
-	return b, err
-}
-
-// keys lists the keys of a top-level bucket that holds only intents (an
-// export directory still to delete, for the sinks or for a purge).
-func (s *Store) keys(bucket []byte) ([]string, error) {
-	var out []string
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucket).ForEach(func(k, _ []byte) error {
-			out = append(out, string(k))
-			return nil
-		})
-	})
-	return out, err
-}
-
-// deleteKey removes one intent from a top-level bucket, durably.
-func (s *Store) deleteKey(bucket []byte, key string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucket).Delete([]byte(key))
-	})
+// putJSON stores v, encoded as JSON, under key in b.
+func putJSON(b *bolt.Bucket, key string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", key, err)
+	}
+	return b.Put([]byte(key), data)
 }

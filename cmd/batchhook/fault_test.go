@@ -22,7 +22,7 @@ var (
 )
 
 // buildFaultBinary builds the binary with the test-only storage fault knob
-// (store/fault_on.go), once.
+// (store/engine_fault_on.go), once.
 func buildFaultBinary(t *testing.T) string {
 	t.Helper()
 	faultBinaryOnce.Do(func() {

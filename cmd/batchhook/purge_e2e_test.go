@@ -138,7 +138,7 @@ func TestStartFinishesAPurgeACrashInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if ids, err := st.ExportFileRemovals(); err != nil || len(ids) != 0 {
+	if ids, err := st.FileRemovals(); err != nil || len(ids) != 0 {
 		t.Fatalf("removals left after the start: %v %v", ids, err)
 	}
 }

@@ -58,11 +58,8 @@ func TestAnErasureFinishesADeletionThatWasCutShort(t *testing.T) {
 			t.Fatalf("the erasure is done and the export of %s, whose deletion was recorded, is still on disk (%v)", id, err)
 		}
 	}
-	if ids, _ := w.st.ExportFileRemovals(); len(ids) != 0 {
-		t.Fatalf("purge removals still listed: %v", ids)
-	}
-	if ids, _ := w.st.ExportRemovals(); len(ids) != 0 {
-		t.Fatalf("export removals still listed: %v", ids)
+	if rs, _ := w.st.FileRemovals(); len(rs) != 0 {
+		t.Fatalf("file removals still listed: %v", rs)
 	}
 }
 
@@ -162,7 +159,7 @@ func TestAnErasureReachesARefetchOfARemovedExport(t *testing.T) {
 	if err := w.dir.Remove("b-1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.st.ExportRemovalDone("b-1"); err != nil {
+	if err := w.st.FileRemovalDone(store.FileRemoval{BatchID: "b-1"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := w.st.Refetch("b-1", 7*24*time.Hour, t0.Add(time.Minute)); err != nil {

@@ -51,12 +51,9 @@ type Store interface {
 	Erasures(pendingOnly bool) ([]store.Erasure, error)
 	List(state store.State, limit int, cursor string) ([]store.Batch, string, error)
 	// The exports whose deletion is recorded but may not be done: purged
-	// (ExportFileRemovals) or delivered everywhere while file is not a
-	// sink (ExportRemovals).
-	ExportFileRemovals() ([]string, error)
-	ExportFilesRemoved(id string) error
-	ExportRemovals() ([]string, error)
-	ExportRemovalDone(batchID string) error
+	// (Purge set) or delivered everywhere while file is not a sink.
+	FileRemovals() ([]store.FileRemoval, error)
+	FileRemovalDone(r store.FileRemoval) error
 }
 
 var _ Store = (*store.Store)(nil)
@@ -300,28 +297,23 @@ func (s *Service) export(log zerolog.Logger, id string, b *store.Batch, match fu
 // finishDeletions deletes the exports whose purge or removal is recorded
 // but may not be done, and returns those it could not delete (logged).
 func (s *Service) finishDeletions(log zerolog.Logger) (failed []string, err error) {
-	for _, step := range []struct {
-		list   func() ([]string, error)
-		remove func(string) error
-		done   func(string) error
-	}{
-		{s.o.Store.ExportFileRemovals, s.o.Exports.Purge, s.o.Store.ExportFilesRemoved},
-		{s.o.Store.ExportRemovals, s.o.Exports.Remove, s.o.Store.ExportRemovalDone},
-	} {
-		ids, err := step.list()
-		if err != nil {
-			return failed, err
+	rs, err := s.o.Store.FileRemovals()
+	if err != nil {
+		return failed, err
+	}
+	for _, r := range rs {
+		remove := s.o.Exports.Remove
+		if r.Purge {
+			remove = s.o.Exports.Purge
 		}
-		for _, bid := range ids {
-			if err := step.remove(bid); err != nil {
-				log.Error().Str("event", "erasure_export_failed").Str("batch_id", bid).Err(err).
-					Msg("this export is due for deletion but could not be deleted and may still hold the CPF; erase again once it is fixed")
-				failed = append(failed, bid)
-				continue
-			}
-			if err := step.done(bid); err != nil {
-				return failed, err
-			}
+		if err := remove(r.BatchID); err != nil {
+			log.Error().Str("event", "erasure_export_failed").Str("batch_id", r.BatchID).Err(err).
+				Msg("this export is due for deletion but could not be deleted and may still hold the CPF; erase again once it is fixed")
+			failed = append(failed, r.BatchID)
+			continue
+		}
+		if err := s.o.Store.FileRemovalDone(r); err != nil {
+			return failed, err
 		}
 	}
 	return failed, nil

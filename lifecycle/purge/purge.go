@@ -32,8 +32,8 @@ import (
 type Store interface {
 	ExportPurgeCandidates(before time.Time, after string, limit int) ([]store.Batch, string, error)
 	PurgeExport(id string, p store.ExportPurge, now time.Time) (*store.Batch, error)
-	ExportFileRemovals() ([]string, error)
-	ExportFilesRemoved(id string) error
+	FileRemovals() ([]store.FileRemoval, error)
+	FileRemovalDone(r store.FileRemoval) error
 	PurgeRecords(before time.Time, after string, limit int, now time.Time) (int, string, error)
 	PurgeQuarantine(before time.Time, after string, limit int) (int, string, error)
 	PurgeAudit(before time.Time, after string, limit int) (int, string, error)
@@ -194,15 +194,18 @@ func (p *Purger) Pass(ctx context.Context, now time.Time) (r Result, err error) 
 // finishRemovals deletes the files of purged batches whose deletion a crash
 // (or a failed removal) left unfinished.
 func (p *Purger) finishRemovals(ctx context.Context, r *Result) error {
-	ids, err := p.o.Store.ExportFileRemovals()
+	rs, err := p.o.Store.FileRemovals()
 	if err != nil {
 		return err
 	}
-	for _, id := range ids {
+	for _, rm := range rs {
+		if !rm.Purge {
+			continue // an export every sink has: the dispatcher removes it
+		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if _, err := p.removeFiles(id, r); err != nil {
+		if _, err := p.removeFiles(rm.BatchID, r); err != nil {
 			return err
 		}
 	}
@@ -220,5 +223,5 @@ func (p *Purger) removeFiles(id string, r *Result) (bool, error) {
 		r.Undeleted = append(r.Undeleted, id)
 		return false, nil
 	}
-	return true, p.o.Store.ExportFilesRemoved(id)
+	return true, p.o.Store.FileRemovalDone(store.FileRemoval{BatchID: id, Purge: true})
 }

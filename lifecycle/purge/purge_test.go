@@ -186,7 +186,7 @@ func TestPassPurgesDueExportsAndWhatIsStagedForThem(t *testing.T) {
 	if y, _ := e.st.Get("young"); y.State != store.StateExported {
 		t.Fatalf("young = %s", y.State)
 	}
-	if ids, _ := e.st.ExportFileRemovals(); len(ids) != 0 {
+	if ids, _ := e.st.FileRemovals(); len(ids) != 0 {
 		t.Fatalf("removals left: %v", ids)
 	}
 	logs := e.logs.String()
@@ -243,7 +243,7 @@ func TestACrashBetweenTombstoneAndRemovalIsFinishedByTheNextPass(t *testing.T) {
 	if exists(t, e.dir.Path("b1")) {
 		t.Fatal("the next pass left the purged export on disk")
 	}
-	if ids, _ := e.st.ExportFileRemovals(); len(ids) != 0 {
+	if ids, _ := e.st.FileRemovals(); len(ids) != 0 {
 		t.Fatalf("removals left: %v", ids)
 	}
 }
@@ -354,7 +354,7 @@ func TestAnExportAlreadyRemovedForTheSinksIsPurgedOnceDue(t *testing.T) {
 	if err := e.dir.Remove("b1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.ExportRemovalDone("b1"); err != nil {
+	if err := e.st.FileRemovalDone(store.FileRemoval{BatchID: "b1"}); err != nil {
 		t.Fatal(err)
 	}
 	p := e.purger(t, nil, month, 0)
@@ -408,7 +408,7 @@ func TestAnUndeletableExportDoesNotHoldUpTheOthers(t *testing.T) {
 	if exists(t, e.dir.Path("b3")) {
 		t.Fatal("a stuck deletion from an earlier pass held up the next export due")
 	}
-	if ids, _ := e.st.ExportFileRemovals(); len(ids) != 1 || ids[0] != "b1" {
+	if ids, _ := e.st.FileRemovals(); len(ids) != 1 || ids[0].BatchID != "b1" {
 		t.Fatalf("removals listed %v, want [b1]", ids)
 	}
 	if !strings.Contains(e.logs.String(), `"event":"purge_failed","batch_id":"b1"`) {

@@ -223,7 +223,7 @@ func (d *Dispatcher) removeExport(log zerolog.Logger, batchID string) {
 		log.Error().Str("event", "export_remove_failed").Err(err).Msg("could not remove the delivered export; retried at next start")
 		return
 	}
-	if err := d.o.Outbox.ExportRemovalDone(batchID); err != nil {
+	if err := d.o.Outbox.FileRemovalDone(store.FileRemoval{BatchID: batchID}); err != nil {
 		log.Error().Str("event", "export_remove_failed").Err(err).Msg("export removed, but not recorded; done again at next start")
 		return
 	}
@@ -232,12 +232,15 @@ func (d *Dispatcher) removeExport(log zerolog.Logger, batchID string) {
 
 // sweepRemovals finishes the removals a crash or a failure left undone.
 func (d *Dispatcher) sweepRemovals() {
-	ids, err := d.o.Outbox.ExportRemovals()
+	rs, err := d.o.Outbox.FileRemovals()
 	if err != nil {
 		d.o.Logger.Error().Str("event", "export_remove_failed").Err(err).Msg("could not list the exports to remove")
 		return
 	}
-	for _, id := range ids {
-		d.removeExport(d.o.Logger.With().Str("batch_id", id).Logger(), id)
+	for _, r := range rs {
+		if r.Purge {
+			continue // a purged export: the purger deletes it
+		}
+		d.removeExport(d.o.Logger.With().Str("batch_id", r.BatchID).Logger(), r.BatchID)
 	}
 }

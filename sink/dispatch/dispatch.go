@@ -35,8 +35,8 @@ type Outbox interface {
 	FailDelivery(batchID, sink string, gen uint64, kind, reason string) error
 	Delivered(batchID, sink string, gen uint64, now time.Time, dropExport bool) (bool, error)
 	ExportChanged(batchID string, version int, now time.Time) (int, error)
-	ExportRemovals() ([]string, error)
-	ExportRemovalDone(batchID string) error
+	FileRemovals() ([]store.FileRemoval, error)
+	FileRemovalDone(r store.FileRemoval) error
 	DeliveryWakeups(sink string) <-chan struct{}
 }
 

@@ -269,7 +269,7 @@ func TestExportRemovedOnceEverySinkDeliveredWithoutFile(t *testing.T) {
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("export still there after every sink delivered: %v", err)
 	}
-	if ids, _ := e.st.ExportRemovals(); len(ids) != 0 {
+	if ids, _ := e.st.FileRemovals(); len(ids) != 0 {
 		t.Fatalf("removal still listed: %v", ids)
 	}
 	if _, err := e.st.Redeliver("b1", "http", t0); err == nil || !strings.Contains(err.Error(), "export removed; refetch it first") {

@@ -11,7 +11,7 @@ import (
 
 // TestOpenRefusesASymlinkedDatabase: DATA_DIR/batchhook.db as a symbolic
 // link (to a file, or dangling) is refused with an error naming the path,
-// and whatever it points at is left untouched (issue 10 item 12).
+// and whatever it points at is left untouched.
 func TestOpenRefusesASymlinkedDatabase(t *testing.T) {
 	for _, dangling := range []bool{false, true} {
 		dir, elsewhere := t.TempDir(), t.TempDir()

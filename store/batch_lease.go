@@ -254,3 +254,55 @@ func pendingBatches(tx *bolt.Tx, keep func(*Batch) bool) ([]*Batch, error) {
 	})
 	return out, err
 }
+
+// RetryNow makes every queued batch whose last failure was of kind due at
+// once (after the API key was replaced, the batches waiting out a 401
+// backoff should not keep waiting). It returns how many it moved.
+func (s *Store) RetryNow(kind string, now time.Time) (int, error) {
+	var n int
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		due, err := pendingBatches(tx, func(b *Batch) bool {
+			return b.State == StateQueued && b.ErrorKind == kind && b.NextAttemptAt.After(now)
+		})
+		if err != nil {
+			return err
+		}
+		for _, b := range due {
+			if err := schedule(tx, b, now); err != nil {
+				return err
+			}
+			if err := putBatch(tx, b); err != nil {
+				return err
+			}
+		}
+		n = len(due)
+		if n > 0 {
+			tx.OnCommit(s.notify)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("retry %s batches now: %w", kind, err)
+	}
+	return n, nil
+}
+
+// dueKey orders the due bucket by time, then id: the first key is the batch
+// that is due soonest.
+func dueKey(at time.Time, id string) []byte {
+	k := make([]byte, 8+len(id))
+	binary.BigEndian.PutUint64(k, uint64(at.UnixNano()))
+	copy(k[8:], id)
+	return k
+}
+
+func schedule(tx *bolt.Tx, b *Batch, at time.Time) error {
+	b.NextAttemptAt = at
+	due := tx.Bucket(bucketDue)
+	due.FillPercent = appendFill
+	return due.Put(dueKey(at, b.ID), nil)
+}
+
+// bucketDue is the fetch queue: a (due time, id) key for each queued batch
+// (dueKey).
+var bucketDue = []byte("due")

@@ -12,7 +12,7 @@ import (
 // Indexes kept beside the batch records, each updated in the transaction
 // that changes the record, so that the admin API and the metrics never scan
 // every record:
-//   - records (layout.go) is itself keyed by (position, id), the order
+//   - records (batch_layout.go) is itself keyed by (position, id), the order
 //     batches were first recorded in, so it lists newest first without an
 //     index of its own (List's cursor is a records key: cursors handed
 //     out before the layout changed restart at the newest);
@@ -24,7 +24,7 @@ import (
 //     webhook without decoding the record.
 var (
 	// bucketCreated was the listing index before the records bucket
-	// (layout.go) took its place; migrateLayout drops it.
+	// (batch_layout.go) took its place; migrateLayout drops it.
 	bucketCreated  = []byte("created")
 	bucketPending  = []byte("pending")
 	bucketCounts   = []byte("counts")
@@ -51,50 +51,6 @@ func addCountIn(b *bolt.Bucket, s string, delta int64) error {
 	v := make([]byte, 8)
 	binary.BigEndian.PutUint64(v, uint64(n))
 	return b.Put([]byte(s), v)
-}
-
-// setState moves b to state to, keeping the counts and the pending index
-// right. Every state change goes through it.
-func setState(tx *bolt.Tx, b *Batch, to State) error {
-	from := b.State
-	if from == to {
-		return nil
-	}
-	if from != "" {
-		if err := addCount(tx, from, -1); err != nil {
-			return err
-		}
-	}
-	if err := addCount(tx, to, 1); err != nil {
-		return err
-	}
-	key := timeKey(b.CreatedAt, b.ID)
-	switch {
-	case to.Final():
-		if err := tx.Bucket(bucketPending).Delete(key); err != nil {
-			return err
-		}
-	case from == "" || from.Final():
-		pending := tx.Bucket(bucketPending)
-		pending.FillPercent = appendFill
-		if err := pending.Put(key, nil); err != nil {
-			return err
-		}
-	}
-	if err := indexForPurge(tx, b, from, to); err != nil {
-		return err
-	}
-	b.State = to
-	// Membership follows the new state (and whether a notification is
-	// recorded, so set b.Notification first); Delete of an absent key
-	// writes nothing. A change that makes the batch known (Known) must be
-	// marked by its caller (durableDB.mark): RecordContext and
-	// PurgeRecords do.
-	aw := tx.Bucket(bucketAwaiting)
-	if b.awaitingNotification() {
-		return aw.Put([]byte(b.ID), nil)
-	}
-	return aw.Delete([]byte(b.ID))
 }
 
 // Counts returns how many batches are in each state.

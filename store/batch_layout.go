@@ -10,7 +10,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// The batch records' layout (issue 15). A record is stored once, in
+// The batch records' layout. A record is stored once, in
 // bucketRecords, under its position: an 8-byte sequence number the bucket
 // hands out in the order batches are first recorded, then the id. Records
 // are appended, so bbolt fills each page before it starts the next
@@ -21,6 +21,10 @@ import (
 // what a webhook's duplicate check and the id lookups touch. The records bucket doubles as the
 // newest-first listing (the old "created" index).
 var bucketRecords = []byte("records")
+
+// bucketBatches maps each batch id to its position (recordKey). Before the
+// records bucket it held the records themselves (migrateLayout).
+var bucketBatches = []byte("batches")
 
 // appendFill is the FillPercent of buckets whose keys grow (records, and
 // the time-keyed indexes): a page is split only when full, which packs an
@@ -116,8 +120,8 @@ var (
 // resumes where it stopped (layoutResume).
 const migrateChunk = 5000
 
-// migrateLayout moves the records of a database written before issue 15
-// (bucketBatches: id → the JSON record) into bucketRecords in the order of
+// migrateLayout moves the records of a database written before the
+// records bucket (bucketBatches: id → the JSON record) into bucketRecords in the order of
 // the old "created" index (so listing order is kept), leaving 8-byte
 // positions as the id entries, then drops the old index. It runs at open,
 // before anything reads a record, one transaction a chunk. It returns how

@@ -51,3 +51,24 @@ func (s *Store) Checkpoints(ups []CheckpointUpdate, now time.Time) []error {
 	}
 	return errs
 }
+
+// Checkpoint is how far the fetch of a batch got. It is committed only after
+// the staged bytes it counts are on disk, so a restart resumes at the next
+// page with nothing lost or written twice.
+type Checkpoint struct {
+	// Cursor is the next_cursor to request next; empty before the first page.
+	Cursor string `json:"cursor,omitempty"`
+	// Done is true once the page with a null next_cursor is staged.
+	Done bool `json:"done"`
+	// StagedBytes is the length of the staged results file that the pages
+	// so far account for; anything beyond it is cut on resume.
+	StagedBytes int64 `json:"staged_bytes"`
+	Items       int64 `json:"items"`
+	Pages       int64 `json:"pages"`
+	// Seen remembers every cursor this fetch was given, so that a cursor
+	// that comes back (A→B→A…) is caught at once: the first 8 bytes of
+	// each cursor's SHA-256, hex, concatenated (a string keeps Checkpoint
+	// comparable and the record small; a batch has at most a few thousand
+	// pages). The fetcher reads and extends it.
+	Seen string `json:"seen_cursors,omitempty"`
+}

@@ -2,6 +2,6 @@
 
 package store
 
-// injectedFault is the storage-failure knob of test builds (fault_on.go);
+// injectedFault is the storage-failure knob of test builds (engine_fault_on.go);
 // production builds have none.
 func (s *Store) injectedFault() error { return nil }

@@ -298,3 +298,10 @@ func (d *durableDB) Batch(bypass) {}
 // Begin is not available: a manual transaction would commit outside the
 // tracking. Use Update or View.
 func (d *durableDB) Begin(bypass) {}
+
+// Ping checks that the database accepts a write transaction. Its empty
+// commit does not clear the last write error (it succeeds on a full disk),
+// but its failure fails the store like any commit's.
+func (s *Store) Ping() error {
+	return s.db.update(func(tx *bolt.Tx) error { return nil }, false)
+}

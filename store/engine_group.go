@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -24,9 +23,6 @@ import (
 
 // maxGroup bounds one transaction, so one commit's latency stays bounded.
 const maxGroup = 512
-
-// ErrClosed is returned by Record after Close.
-var ErrClosed = errors.New("store is closed")
 
 // writeReq is one request to the group-commit writer.
 type writeReq struct {
@@ -133,34 +129,4 @@ func (s *Store) write(ctx context.Context, what string, apply func(tx *bolt.Tx) 
 			return writeRes{err: fmt.Errorf("%s: %w", what, ErrClosed)}
 		}
 	}
-}
-
-// Record stores the first accepted batch.completed for n.BatchID and makes
-// the batch due at once, in a durable transaction shared with concurrent
-// callers. It returns false when the batch was already recorded (a
-// concurrent delivery won the race); the stored record is then unchanged.
-func (s *Store) Record(n Notification) (bool, error) {
-	return s.RecordContext(context.Background(), n)
-}
-
-// RecordContext is Record for a caller with a deadline: when ctx ends
-// before the commit returns it returns ErrSlowCommit, and the record may
-// still be committed.
-func (s *Store) RecordContext(ctx context.Context, n Notification) (bool, error) {
-	res := s.write(ctx, "record batch "+n.BatchID, func(tx *bolt.Tx) (writeRes, error) {
-		created, err := recordTx(tx, n)
-		if err != nil || !created {
-			return writeRes{}, err
-		}
-		s.db.mark(tx, lookupKey(bucketBatches, n.BatchID))
-		tx.OnCommit(s.notify)
-		return writeRes{created: true}, nil
-	})
-	return res.created, res.err
-}
-
-// lookupKey is the key a webhook's lookup of id in bucket waits on
-// (durableDB.mark and settled).
-func lookupKey(bucket []byte, id string) string {
-	return string(bucket) + "\x00" + id
 }

@@ -76,7 +76,7 @@ func TestPurgedTombstonesCompactSmaller(t *testing.T) {
 		if _, err := s.PurgeExport(id, ExportPurge{ExportedAt: t0, ManifestSHA256: strings.Repeat("ab", 32), ManifestItems: 934}, now); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.ExportFilesRemoved(id); err != nil {
+		if err := s.FileRemovalDone(FileRemoval{BatchID: id, Purge: true}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -15,7 +15,7 @@ var ErrBatchIDIsCPF = errors.New("is a valid CPF (personal data): batch ids are 
 // 1–128 characters of [A-Za-z0-9._:-], not starting with a dot (which also
 // rules out "." and ".."). The export directory is named after it, so the
 // receiver refuses an unsafe id and the export sink checks again before it
-// touches the disk. Two names are refused too (issue 13): "payments",
+// touches the disk. Two names are refused too: "payments",
 // since EXPORT_DIR/payments holds the payment day files, and "payment",
 // since payment events go downstream with message ids "payment:<seq>",
 // which that batch's parts would share.

@@ -52,7 +52,8 @@ func TestNotificationRawRoundTripsExactly(t *testing.T) {
 	}
 }
 
-// A record written before issue 15 (raw in Base64 only) still decodes.
+// A record written before the raw_json form (raw in Base64 only) still
+// decodes.
 func TestNotificationReadsTheBase64Form(t *testing.T) {
 	var n Notification
 	if err := json.Unmarshal([]byte(`{"event":"batch.completed","raw":"eyJhIjoxfQ=="}`), &n); err != nil {

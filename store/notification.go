@@ -2,7 +2,35 @@ package store
 
 import (
 	"encoding/json"
+	"time"
 )
+
+// Source says how batchhook learned that a batch was final.
+const (
+	SourceWebhook = "webhook"
+	SourcePoll    = "poll"
+)
+
+// Notification is one accepted batch.completed delivery. Raw is the body
+// exactly as received and signed; the other fields are what validation read
+// from it. A counter the body did not carry is nil.
+type Notification struct {
+	Event          string     `json:"event"`
+	BatchID        string     `json:"batch_id"`
+	Status         string     `json:"status"`
+	TotalRequested *int64     `json:"total_requested"`
+	TotalFound     *int64     `json:"total_found"`
+	TotalNotFound  *int64     `json:"total_not_found"`
+	CompletedAt    *time.Time `json:"completed_at"`
+	// Flags lists what looked wrong but was accepted so that a genuine
+	// batch is never lost to a rejection the provider retries for ever
+	// (counter relations, an unparsable completed_at).
+	Flags      []string  `json:"flags,omitempty"`
+	Attempt    int       `json:"attempt"`
+	ReceivedAt time.Time `json:"received_at"`
+	Source     string    `json:"source"`
+	Raw        []byte    `json:"raw"`
+}
 
 // A notification's raw body is kept exactly as signed. encoding/json would
 // store a []byte as Base64 (a third larger); a body that json.Marshal

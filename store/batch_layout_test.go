@@ -10,7 +10,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// writeOldLayout writes a database as batchhook wrote it before issue 15:
+// writeOldLayout writes a database as batchhook wrote it before the
+// records bucket:
 // each record as JSON under its id in "batches" (with its id and the raw
 // body in Base64), listed by the "created" index. stray has a record but
 // no index entry.

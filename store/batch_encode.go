@@ -11,9 +11,9 @@ import (
 
 // The batch record is encoded by hand, once per write: encoding/json's
 // reflection, and the pass it makes over a MarshalJSON's output to compact
-// it, were a seventh of the ack path's CPU (issue 15). The output is the
+// it, were a seventh of the ack path's CPU. The output is the
 // JSON json.Marshal(b) would give (same names, same omitted zero values;
-// encode_test.go checks both decode to the same record for every field),
+// batch_encode_test.go checks both decode to the same record for every field),
 // and it is read back with json.Unmarshal.
 
 // encodeBatch appends b's record to dst.
