@@ -58,7 +58,9 @@ func TestSwapCrashAtEachStep(t *testing.T) {
 					t.Fatal(err)
 				}
 				cmd := exec.Command(os.Args[0], "-test.run=^TestSwapCrashHelper$")
-				cmd.Env = append(os.Environ(), crashEnv+"="+strings.Join([]string{op, step, dir, backup}, "|"))
+				// atexit_sleep_ms=0: a race-enabled child otherwise sleeps a
+				// second at its exit.
+				cmd.Env = append(os.Environ(), crashEnv+"="+strings.Join([]string{op, step, dir, backup}, "|"), "GORACE=atexit_sleep_ms=0")
 				out, err := cmd.CombinedOutput()
 				var ee *exec.ExitError
 				if !errors.As(err, &ee) || ee.ExitCode() != 7 {
