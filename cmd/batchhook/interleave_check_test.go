@@ -27,6 +27,7 @@ import (
 	"github.com/batchhook/batchhook/cpf"
 	"github.com/batchhook/batchhook/export"
 	"github.com/batchhook/batchhook/lookupsim"
+	"github.com/batchhook/batchhook/sink/httpsink"
 )
 
 // violation is one broken invariant, said briefly (never a whole export).
@@ -266,7 +267,7 @@ func (w *world) checkErasedEnd(httpMsgs []whMessage, stream []*rawMsg) {
 		forms := cpfNeedles(e.cpf)[:2]
 		for _, m := range httpMsgs {
 			if m.Err == "" && m.At.After(e.done) && holdsAny(m.Body, forms) {
-				p, _ := decodeWHPart(m.Body)
+				p, _ := httpsink.DecodePart(m.Body)
 				late(e, p.Data.BatchID, "http", fmt.Sprintf("message %s (part %d, answered %d)", m.ID, p.Data.Part, m.Status), m.At)
 			}
 		}

@@ -30,6 +30,7 @@ import (
 
 	"github.com/batchhook/batchhook/cpf"
 	"github.com/batchhook/batchhook/export"
+	"github.com/batchhook/batchhook/sink/httpsink"
 )
 
 type rawMsg = jetstream.RawStreamMsg
@@ -173,7 +174,7 @@ func (w *world) checkSinks(rows map[string]batchRow, disk map[string]*diskExport
 
 func httpView(first map[string]whMessage, id string, v int) sinkView {
 	var sv sinkView
-	var parts []whPart
+	var parts []httpsink.Part
 	for k := 1; ; k++ { // the parts in order, as far as they go
 		mid := messageID(id, v, strconv.Itoa(k))
 		m, ok := first[mid]
@@ -183,7 +184,7 @@ func httpView(first map[string]whMessage, id string, v int) sinkView {
 			}
 			break
 		}
-		p, err := decodeWHPart(m.Body)
+		p, err := httpsink.DecodePart(m.Body)
 		if err == nil && (p.Data.BatchID != id || p.Data.Part != k) {
 			err = fmt.Errorf("the id was taken by part %d of batch %s", p.Data.Part, p.Data.BatchID)
 		}
@@ -321,8 +322,8 @@ func (w *world) checkIDs(httpMsgs []whMessage, nats []*rawMsg) {
 			first[m.ID] = m
 		case !bytes.Equal(prev.Body, m.Body) && !told[m.ID]:
 			told[m.ID] = true
-			a, _ := decodeWHPart(prev.Body)
-			b, _ := decodeWHPart(m.Body)
+			a, _ := httpsink.DecodePart(prev.Body)
+			b, _ := httpsink.DecodePart(m.Body)
 			add("http", a.Data.BatchID, b.Data.BatchID, fmt.Sprintf("id %s: %s, answered %d; then %s, answered %d",
 				m.ID, partBrief(a), prev.Status, partBrief(b), m.Status))
 		}
@@ -439,7 +440,7 @@ func manifestBrief(raw []byte) string {
 	return fmt.Sprintf("manifest items=%d erased_items=%d sha256=%.12s", m.Items, m.ErasedItems, m.SHA256)
 }
 
-func partBrief(p whPart) string {
+func partBrief(p httpsink.Part) string {
 	return fmt.Sprintf("batch %s part %d/%d with %d items, %s", p.Data.BatchID, p.Data.Part, p.Data.Parts, len(p.Data.Items), manifestBrief(p.Data.Manifest))
 }
 

@@ -25,6 +25,7 @@ import (
 
 	"github.com/batchhook/batchhook/export"
 	"github.com/batchhook/batchhook/lookupsim"
+	"github.com/batchhook/batchhook/sink/httpsink"
 )
 
 // deliveryShown is a delivery as GET /admin/batches/{id} shows it.
@@ -133,7 +134,7 @@ func checkHTTPDelivery(t *testing.T, s *setup, recv *whReceiver, id string, maxI
 		t.Fatal(err)
 	}
 	for _, msg := range recv.messages() {
-		p, err := decodeWHPart(msg.Body)
+		p, err := httpsink.DecodePart(msg.Body)
 		if err != nil || p.Data.BatchID != id {
 			continue
 		}
@@ -150,7 +151,7 @@ func checkPartOrder(t *testing.T, msgs []whMessage) {
 	t.Helper()
 	accepted := map[string]int{} // batch -> highest part accepted in order
 	for _, m := range msgs {
-		p, err := decodeWHPart(m.Body)
+		p, err := httpsink.DecodePart(m.Body)
 		if err != nil {
 			t.Fatalf("message %s: %v", m.ID, err)
 		}

@@ -46,6 +46,7 @@ import (
 
 	"github.com/batchhook/batchhook/export"
 	"github.com/batchhook/batchhook/lookupsim"
+	"github.com/batchhook/batchhook/sink/httpsink"
 )
 
 // soakExecScript logs each run to $1 (the export directory comes last):
@@ -376,7 +377,7 @@ func checkHTTPDuplicates(t *testing.T, msgs []whMessage, kills []time.Time) int 
 			continue
 		}
 		if m.Status >= 200 && m.Status <= 299 {
-			p, err := decodeWHPart(m.Body)
+			p, err := httpsink.DecodePart(m.Body)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Made with OpenSSL 3.0.19 (27 Jan 2026).
 # Recomputes testdata/webhook-vectors.txt with openssl, independently of Go,
-# for the demo's Standard Webhooks receiver (whreceiver.go):
+# for the Standard Webhooks verifier (verify.go):
 #   sh testdata/make-webhook-vectors.sh > testdata/webhook-vectors.txt
 # Each line: secret <TAB> webhook-id <TAB> webhook-timestamp <TAB> body <TAB> signature (v1,...).
 # The key is the base64 after "whsec_"; openssl takes it as hex.
