@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchhook/batchhook/demo"
 	"github.com/batchhook/batchhook/lookupsim"
 	"github.com/batchhook/batchhook/store"
 )
@@ -110,7 +111,7 @@ func TestBackupUnderFloodThenRestore(t *testing.T) {
 	s, _, _ := httpSinkSetup(t, lookupsim.Options{
 		ProcessingDelay: 20 * time.Millisecond, SubmitPerMinute: lookupsim.Unlimited, MaxInFlight: lookupsim.Unlimited,
 		Faults: lookupsim.Faults{DuplicateDeliveries: 1},
-	}, 50, func(context.Context, whMessage) int { return http.StatusOK })
+	}, 50, func(context.Context, demo.Message) int { return http.StatusOK })
 	s.env["BATCHHOOK_PAGE_LIMIT"] = "25"
 	d := startDaemon(t, s.addr, s.env)
 	data := s.env["BATCHHOOK_DATA_DIR"]

@@ -17,6 +17,7 @@ import (
 
 	"github.com/batchhook/batchhook/bench"
 	"github.com/batchhook/batchhook/config"
+	"github.com/batchhook/batchhook/internal/logging"
 )
 
 const benchUsage = `Usage:
@@ -66,7 +67,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	opts := bench.Options{URL: *target, Secret: secret, Concurrency: *conc, Count: *count, Duration: *dur,
 		InvalidShare: *invalid, ReplayShare: *replay, AllowRemote: *allowRemote}
-	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
+	if f, ok := stderr.(*os.File); ok && logging.IsTerminal(f) {
 		opts.Progress = func(done int64, el time.Duration) {
 			fmt.Fprintf(stderr, "\r%d requests, %.0f/s   ", done, float64(done)/el.Seconds())
 		}

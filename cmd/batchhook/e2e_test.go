@@ -194,7 +194,7 @@ func (s *setup) waitExport(t *testing.T, id string, d *daemonProc, timeout time.
 	return export.Manifest{}
 }
 
-// checkExport compares an export with what the simulator served, byte for byte.
+// demo.CheckExport compares an export with what the simulator served, byte for byte.
 func (s *setup) checkExport(t *testing.T, id string) []byte {
 	t.Helper()
 	dir := filepath.Join(s.exports, id)

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/batchhook/batchhook/cpf"
+	"github.com/batchhook/batchhook/demo"
 	"github.com/batchhook/batchhook/export"
 	"github.com/batchhook/batchhook/lookupsim"
 	"github.com/batchhook/batchhook/sink/httpsink"
@@ -160,7 +161,7 @@ func (w *world) check() {
 		}
 	}
 	disk := w.checkExportDir(rows)
-	httpMsgs, stream := w.recv.messages(), w.streamNow()
+	httpMsgs, stream := w.recv.Messages(), w.streamNow()
 	w.checkSinks(rows, disk, httpMsgs, stream)
 	w.checkIDs(httpMsgs, append(stream, w.tap.messages()...))
 	w.checkErasedEnd(httpMsgs, stream)
@@ -246,7 +247,7 @@ func (w *world) checkErasedNow(e ilErasure) {
 }
 
 // checkErasedEnd is I2 once the daemon is quiet.
-func (w *world) checkErasedEnd(httpMsgs []whMessage, stream []*rawMsg) {
+func (w *world) checkErasedEnd(httpMsgs []demo.Message, stream []*rawMsg) {
 	for _, c := range sortedKeys(w.erased) {
 		for _, hit := range grepTree(w.t, w.s.env["BATCHHOOK_DATA_DIR"], cpfNeedles(c)...) {
 			if batch := w.exportOf(hit); !w.unrewritten(c, batch) {

@@ -29,6 +29,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/batchhook/batchhook/cpf"
+	"github.com/batchhook/batchhook/demo"
 	"github.com/batchhook/batchhook/export"
 	"github.com/batchhook/batchhook/sink/httpsink"
 )
@@ -113,9 +114,9 @@ func (w *world) listedDelivered(erasures []erasureRow, id, sink string, v int) b
 }
 
 // checkSinks is I1 for every batch exported or purged, at both sinks.
-func (w *world) checkSinks(rows map[string]batchRow, disk map[string]*diskExport, httpMsgs []whMessage, stream []*rawMsg) {
+func (w *world) checkSinks(rows map[string]batchRow, disk map[string]*diskExport, httpMsgs []demo.Message, stream []*rawMsg) {
 	erasures := w.erasureList()
-	firstHTTP := map[string]whMessage{} // what a receiver deduplicating on webhook-id kept
+	firstHTTP := map[string]demo.Message{} // what a receiver deduplicating on webhook-id kept
 	for _, m := range httpMsgs {
 		if _, dup := firstHTTP[m.ID]; !dup && m.Err == "" && m.Status/100 == 2 {
 			firstHTTP[m.ID] = m
@@ -172,7 +173,7 @@ func (w *world) checkSinks(rows map[string]batchRow, disk map[string]*diskExport
 	}
 }
 
-func httpView(first map[string]whMessage, id string, v int) sinkView {
+func httpView(first map[string]demo.Message, id string, v int) sinkView {
 	var sv sinkView
 	var parts []httpsink.Part
 	for k := 1; ; k++ { // the parts in order, as far as they go
@@ -298,7 +299,7 @@ func (w *world) checkView(id, sink string, v int, sv sinkView, x *diskExport) {
 
 // checkIDs is I4 for both sinks. The ids two bodies came under are
 // counted by sink and pair of batches, and reported with one example.
-func (w *world) checkIDs(httpMsgs []whMessage, nats []*rawMsg) {
+func (w *world) checkIDs(httpMsgs []demo.Message, nats []*rawMsg) {
 	type clash struct {
 		sink, a, b, example string
 		ids                 int
@@ -313,7 +314,7 @@ func (w *world) checkIDs(httpMsgs []whMessage, nats []*rawMsg) {
 		}
 		byKey[k].ids++
 	}
-	first, told := map[string]whMessage{}, map[string]bool{}
+	first, told := map[string]demo.Message{}, map[string]bool{}
 	for _, m := range httpMsgs {
 		prev, ok := first[m.ID]
 		switch {

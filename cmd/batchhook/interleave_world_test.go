@@ -29,6 +29,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/batchhook/batchhook/config"
+	"github.com/batchhook/batchhook/demo"
 	"github.com/batchhook/batchhook/internal/signature"
 	"github.com/batchhook/batchhook/lookupsim"
 )
@@ -100,7 +101,7 @@ type world struct {
 
 	s       *setup
 	prov    *providerProxy
-	recv    *whReceiver
+	recv    *demo.Receiver
 	mode    atomic.Int32
 	open    atomic.Int32 // http requests being answered
 	served  atomic.Int64 // http requests answered
@@ -131,7 +132,7 @@ func newWorld(t *testing.T, seed uint64) *world {
 	w.pool = lookupsim.SampleCPFs(90, int64(seed%1_000_000))
 	// The far ends first: their cleanups then run after the daemon's kill.
 	secret := newWHSecret(t)
-	recv, err := newWHReceiver(secret, w.answer)
+	recv, err := demo.NewReceiver(secret, w.answer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func newWorld(t *testing.T, seed uint64) *world {
 
 // answer is the receiver's answer to a verified request, as the schedule
 // last set it.
-func (w *world) answer(ctx context.Context, _ whMessage) int {
+func (w *world) answer(ctx context.Context, _ demo.Message) int {
 	w.open.Add(1)
 	defer w.open.Add(-1)
 	n := w.served.Add(1)

@@ -6,6 +6,8 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/batchhook/batchhook/demo"
 )
 
 // env is what main hands to run: the standard streams and the SIGHUP
@@ -100,7 +102,7 @@ func dispatch(ctx context.Context, args []string, e env) int {
 	case "config":
 		return configCmd(args[1:], e.stdout, e.stderr)
 	case "demo":
-		return demo(ctx, args[1:], e.stdout, e.stderr)
+		return demo.Run(ctx, args[1:], e.stdout, e.stderr)
 	case "batches":
 		return batches(ctx, args[1:], e.stdout, e.stderr)
 	case "quarantine":

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -167,7 +166,7 @@ func sandboxCreate(ctx context.Context, fs *flag.FlagSet, sub string, args []str
 		}
 	}
 	if *mtid == "" {
-		*mtid = newUUID()
+		*mtid = gateway.NewUUID()
 		fmt.Fprintf(e.stderr, "merchant_transaction_id: %s (generated)\n", *mtid)
 	}
 	c, g, err := gatewayClient()
@@ -293,13 +292,4 @@ func printRaw(w io.Writer, raw []byte) error {
 		return err
 	}
 	return nil
-}
-
-// newUUID returns a random version 4 UUID (crypto/rand).
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand contract)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }

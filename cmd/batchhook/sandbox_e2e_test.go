@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchhook/batchhook/demo"
 	"github.com/batchhook/batchhook/internal/signature"
 	"github.com/batchhook/batchhook/lookupsim"
 )
@@ -300,8 +301,8 @@ func TestSandboxCLIToDaemon(t *testing.T) {
 	}
 	// The event and its duplicate both acknowledged by the daemon.
 	waitFor(t, func() bool { st := sim.Stats(); return st.PaymentDeliveriesAcked == 2 })
-	flows := []paymentFlow{{name: "deposit paid", txID: txID[1], event: "transaction.paid", body: sent[0]}}
-	files, err := waitPaymentDayFiles(context.Background(), filepath.Join(data, "exports", demoPaymentsDir), flows, waitBound)
+	flows := []demo.PaymentFlow{{Name: "deposit paid", TxID: txID[1], Event: "transaction.paid", Body: sent[0]}}
+	files, err := demo.WaitPaymentDayFiles(context.Background(), filepath.Join(data, "exports", demo.PaymentsDir), flows, waitBound)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, d.out.String())
 	}

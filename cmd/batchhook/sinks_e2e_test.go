@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batchhook/batchhook/demo"
 	"github.com/batchhook/batchhook/export"
 	"github.com/batchhook/batchhook/lookupsim"
 	"github.com/batchhook/batchhook/sink/httpsink"
@@ -80,10 +81,10 @@ func newWHSecret(t *testing.T) string {
 
 // httpSinkSetup starts a receiver with answer and points a setup's daemon
 // at it with parts of maxItems items.
-func httpSinkSetup(t *testing.T, opts lookupsim.Options, maxItems int, answer func(context.Context, whMessage) int) (*setup, *whReceiver, string) {
+func httpSinkSetup(t *testing.T, opts lookupsim.Options, maxItems int, answer func(context.Context, demo.Message) int) (*setup, *demo.Receiver, string) {
 	t.Helper()
 	secret := newWHSecret(t)
-	recv, err := newWHReceiver(secret, answer)
+	recv, err := demo.NewReceiver(secret, answer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,9 +105,9 @@ func httpSinkSetup(t *testing.T, opts lookupsim.Options, maxItems int, answer fu
 // export and the simulator: items byte-equal to results.ndjson, the
 // manifest object equal to manifest.json, the part count, and the body's
 // timestamp equal to the manifest's exported_at. It returns the part count.
-func checkHTTPDelivery(t *testing.T, s *setup, recv *whReceiver, id string, maxItems int) int {
+func checkHTTPDelivery(t *testing.T, s *setup, recv *demo.Receiver, id string, maxItems int) int {
 	t.Helper()
-	got, err := assemble(recv.messages(), id)
+	got, err := demo.Assemble(recv.Messages(), id)
 	if err != nil {
 		t.Fatalf("batch %s: %v", id, err)
 	}
@@ -133,7 +134,7 @@ func checkHTTPDelivery(t *testing.T, s *setup, recv *whReceiver, id string, maxI
 	if err := json.Unmarshal(raw, &m); err != nil {
 		t.Fatal(err)
 	}
-	for _, msg := range recv.messages() {
+	for _, msg := range recv.Messages() {
 		p, err := httpsink.DecodePart(msg.Body)
 		if err != nil || p.Data.BatchID != id {
 			continue
@@ -147,7 +148,7 @@ func checkHTTPDelivery(t *testing.T, s *setup, recv *whReceiver, id string, maxI
 
 // checkPartOrder: for each batch, no part is sent before every earlier part
 // was accepted.
-func checkPartOrder(t *testing.T, msgs []whMessage) {
+func checkPartOrder(t *testing.T, msgs []demo.Message) {
 	t.Helper()
 	accepted := map[string]int{} // batch -> highest part accepted in order
 	for _, m := range msgs {
@@ -187,7 +188,7 @@ func TestHTTPSinkDeliversSignedPartsInOrder(t *testing.T) {
 	const maxItems = 400
 	var mu sync.Mutex
 	seen := map[string]int{}
-	answer := func(_ context.Context, m whMessage) int {
+	answer := func(_ context.Context, m demo.Message) int {
 		mu.Lock()
 		defer mu.Unlock()
 		seen[m.ID]++
@@ -219,7 +220,7 @@ func TestHTTPSinkDeliversSignedPartsInOrder(t *testing.T) {
 			t.Fatalf("the 1,000-item batch came in %d parts, want 3", parts)
 		}
 	}
-	msgs := recv.messages()
+	msgs := recv.Messages()
 	checkPartOrder(t, msgs)
 	first := map[string][]byte{}
 	accepted, retried := map[string]int{}, 0
@@ -284,7 +285,7 @@ func TestHTTPSinkResumesAfterSIGKILLMidPart(t *testing.T) {
 	)
 	hanging := make(chan struct{})
 	release := make(chan struct{})
-	answer := func(ctx context.Context, m whMessage) int {
+	answer := func(ctx context.Context, m demo.Message) int {
 		mu.Lock()
 		h := hang && strings.HasSuffix(m.ID, ":2")
 		if h {
@@ -313,7 +314,7 @@ func TestHTTPSinkResumesAfterSIGKILLMidPart(t *testing.T) {
 	case <-time.After(waitBound):
 		t.Fatalf("part 2 never arrived:\n%s", d.out.String())
 	}
-	before := len(recv.messages()) // part 1, accepted
+	before := len(recv.Messages()) // part 1, accepted
 	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +326,7 @@ func TestHTTPSinkResumesAfterSIGKILLMidPart(t *testing.T) {
 	if parts := checkHTTPDelivery(t, s, recv, id, maxItems); parts != 3 || del.PartsDone != 3 {
 		t.Fatalf("%d parts, parts_done %d; want 3", parts, del.PartsDone)
 	}
-	msgs := recv.messages()
+	msgs := recv.Messages()
 	checkPartOrder(t, msgs)
 	counts, seenBeforeKill := map[string]int{}, map[string]bool{}
 	for i, m := range msgs {

@@ -44,6 +44,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/batchhook/batchhook/demo"
 	"github.com/batchhook/batchhook/export"
 	"github.com/batchhook/batchhook/lookupsim"
 	"github.com/batchhook/batchhook/sink/httpsink"
@@ -72,7 +73,7 @@ echo "ok $BATCHHOOK_BATCH_ID $sum $start $(date +%s%N) $PPID" >> "$log"
 // soakHTTPAnswer fails a share of verified requests: 500, 429, or an
 // answer up to 400 ms late (a 503 if the daemon went away meanwhile: the
 // receiver did not keep it).
-func soakHTTPAnswer(ctx context.Context, _ whMessage) int {
+func soakHTTPAnswer(ctx context.Context, _ demo.Message) int {
 	switch r := rand.Float64(); {
 	case r < 0.12:
 		return http.StatusInternalServerError
@@ -177,8 +178,8 @@ func TestSinksSoakKillsAndSinkFaults(t *testing.T) {
 		b := m.Header.Get("Batchhook-Batch-Id")
 		natsOf[b] = append(natsOf[b], m)
 	}
-	httpOf := map[string][]whMessage{} // by batch (webhook-id <batch>:<part>), in arrival order
-	for _, m := range recv.messages() {
+	httpOf := map[string][]demo.Message{} // by batch (webhook-id <batch>:<part>), in arrival order
+	for _, m := range recv.Messages() {
 		b, _, _ := strings.Cut(m.ID, ":")
 		httpOf[b] = append(httpOf[b], m)
 	}
@@ -197,7 +198,7 @@ func TestSinksSoakKillsAndSinkFaults(t *testing.T) {
 		}
 		// http: every part present, the items put back together equal
 		// results.ndjson, a copy only across a kill.
-		if got, err := assemble(httpOf[id], id); err != nil {
+		if got, err := demo.Assemble(httpOf[id], id); err != nil {
 			fail("http: %v", err)
 		} else if !bytes.Equal(got.Results, results) || !bytes.Equal(got.Manifest, compactJSON(t, manifest)) {
 			fail("http: batch %s: the %d items or the manifest received differ from the export", id, got.Items)
@@ -235,7 +236,7 @@ func TestSinksSoakKillsAndSinkFaults(t *testing.T) {
 			fail("nats: %v", err)
 		}
 	}
-	st.httpDups = checkHTTPDuplicates(t, recv.messages(), kills)
+	st.httpDups = checkHTTPDuplicates(t, recv.Messages(), kills)
 	if len(streamMsgs) != st.natsWant {
 		fail("nats: the stream holds %d messages, want %d", len(streamMsgs), st.natsWant)
 	}
@@ -258,14 +259,14 @@ func TestSinksSoakKillsAndSinkFaults(t *testing.T) {
 		}
 	}
 	printSoakSummary("sinks soak: batches=%d kills=%d http_parts=%d http_attempts=%d http_dup_parts=%d exec_runs=%d exec_reruns=%d exec_orphans=%d exec_tempfails=%d nats_msgs=%d nats_published=%d lost=%d\n",
-		len(ids), len(kills), st.httpParts, len(recv.messages()), st.httpDups, st.execRuns, st.execReruns, st.orphans, st.tempfails,
+		len(ids), len(kills), st.httpParts, len(recv.Messages()), st.httpDups, st.execRuns, st.execReruns, st.orphans, st.tempfails,
 		len(streamMsgs), published.Load(), st.lost)
 	if st.lost != 0 {
 		t.Fatalf("lost or broken at a sink: %d", st.lost)
 	}
-	if len(kills) < 3 || st.tempfails == 0 || len(recv.messages()) == st.httpParts {
+	if len(kills) < 3 || st.tempfails == 0 || len(recv.Messages()) == st.httpParts {
 		t.Fatalf("the soak exercised too little: %d kills, %d exec tempfails, %d http attempts for %d parts",
-			len(kills), st.tempfails, len(recv.messages()), st.httpParts)
+			len(kills), st.tempfails, len(recv.Messages()), st.httpParts)
 	}
 }
 
@@ -361,8 +362,8 @@ func readExecLog(t *testing.T, path string) map[string][]execRun {
 // guarantee: a part is recorded before the next is sent, so a crash can
 // repeat only the part in flight; a later copy of part k must therefore
 // follow a kill before which k was the highest part of its batch accepted.
-// assemble has checked the copies are byte-identical.
-func checkHTTPDuplicates(t *testing.T, msgs []whMessage, kills []time.Time) int {
+// demo.Assemble has checked the copies are byte-identical.
+func checkHTTPDuplicates(t *testing.T, msgs []demo.Message, kills []time.Time) int {
 	t.Helper()
 	checkPartOrder(t, msgs)
 	type accepted struct {

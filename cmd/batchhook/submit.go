@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"text/tabwriter"
 	"time"
+
+	"github.com/batchhook/batchhook/internal/logging"
 )
 
 const submitUsage = `Usage:
@@ -155,7 +157,7 @@ func submitCmd(ctx context.Context, args []string, e env) int {
 // waitSubmitted polls the submission until no chunk waits, then prints the
 // batch ids and says which chunks did not make it.
 func waitSubmitted(ctx context.Context, c *adminClient, id string, every time.Duration, asJSON bool, e env) int {
-	tty := isTerminal(e.stderr)
+	tty := logging.IsTerminal(e.stderr)
 	lastReason := ""
 	for {
 		raw, err := c.do(ctx, http.MethodGet, "/admin/submissions/"+url.PathEscape(id))

@@ -1,4 +1,4 @@
-package main
+package demo
 
 // A minimal Standard Webhooks receiver (https://www.standardwebhooks.com/):
 // the demo's `--sink http` and the end-to-end tests use it to prove that
@@ -18,12 +18,12 @@ import (
 	"github.com/batchhook/batchhook/sink/httpsink"
 )
 
-// whMaxBody bounds one request body: a part of 10,000 items of a few
+// maxBody bounds one request body: a part of 10,000 items of a few
 // hundred bytes each, with room to spare.
-const whMaxBody = 16 << 20
+const maxBody = 16 << 20
 
-// whMessage is one request the receiver took.
-type whMessage struct {
+// Message is one request the receiver took.
+type Message struct {
 	ID        string
 	Timestamp int64
 	Body      []byte
@@ -32,41 +32,41 @@ type whMessage struct {
 	At        time.Time
 }
 
-// whReceiver verifies every request and records it. answer chooses the
+// Receiver verifies every request and records it. answer chooses the
 // status of a verified request (nil: 200); it may block until ctx ends,
 // to play a receiver that hangs.
-type whReceiver struct {
+type Receiver struct {
 	key    []byte
 	now    func() time.Time
-	answer func(ctx context.Context, m whMessage) int
+	answer func(ctx context.Context, m Message) int
 
 	mu   sync.Mutex
-	msgs []whMessage
+	msgs []Message
 }
 
-// newWHReceiver decodes a whsec_ secret as the specification says (the key
+// NewReceiver decodes a whsec_ secret as the specification says (the key
 // is the Base64 after the prefix).
-func newWHReceiver(secret string, answer func(context.Context, whMessage) int) (*whReceiver, error) {
+func NewReceiver(secret string, answer func(context.Context, Message) int) (*Receiver, error) {
 	key, err := httpsink.DecodeSecret(secret)
 	if err != nil {
 		return nil, err
 	}
-	return &whReceiver{key: key, now: time.Now, answer: answer}, nil
+	return &Receiver{key: key, now: time.Now, answer: answer}, nil
 }
 
-func (r *whReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodPost {
 		http.Error(w, "POST only", http.StatusMethodNotAllowed)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(req.Body, whMaxBody+1))
+	body, err := io.ReadAll(io.LimitReader(req.Body, maxBody+1))
 	if err != nil {
 		http.Error(w, "read body", http.StatusBadRequest)
 		return
 	}
-	m := whMessage{ID: req.Header.Get("webhook-id"), Body: body, At: r.now()}
+	m := Message{ID: req.Header.Get("webhook-id"), Body: body, At: r.now()}
 	switch ts, verr := httpsink.Verify(r.key, req.Header, body, r.now(), httpsink.VerifyTolerance); {
-	case len(body) > whMaxBody:
+	case len(body) > maxBody:
 		m.Status, m.Err = http.StatusRequestEntityTooLarge, "body too large"
 	case verr != nil:
 		m.Status, m.Err, m.Timestamp = http.StatusUnauthorized, verr.Error(), ts
@@ -82,27 +82,27 @@ func (r *whReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	w.WriteHeader(m.Status)
 }
 
-// messages returns a copy of what the receiver took, in arrival order.
-func (r *whReceiver) messages() []whMessage {
+// Messages returns a copy of what the receiver took, in arrival order.
+func (r *Receiver) Messages() []Message {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]whMessage(nil), r.msgs...)
+	return append([]Message(nil), r.msgs...)
 }
 
-// whDelivery is one batch put back together from its accepted parts.
-type whDelivery struct {
+// Delivery is one batch put back together from its accepted parts.
+type Delivery struct {
 	Parts    int
 	Items    int
 	Results  []byte // the items, one a line, as results.ndjson holds them
 	Manifest []byte // data.manifest of the parts (all equal)
 }
 
-// assemble puts batchID's export back together from the verified, 2xx
+// Assemble puts batchID's export back together from the verified, 2xx
 // answered messages with ids "<batchID>:<part>": every part 1..n present,
 // every copy of an id byte-identical, every part naming the same manifest
 // and count. Messages of other batches are ignored.
-func assemble(msgs []whMessage, batchID string) (whDelivery, error) {
-	var out whDelivery
+func Assemble(msgs []Message, batchID string) (Delivery, error) {
+	var out Delivery
 	bodies := map[int][]byte{}
 	for _, m := range msgs {
 		if m.Err != "" || m.Status < 200 || m.Status > 299 {

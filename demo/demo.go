@@ -1,4 +1,10 @@
-package main
+// Package demo is "batchhook demo": the whole pipeline on loopback, the
+// provider simulator and the daemon on kernel-chosen ports, one sample
+// batch from submission to a checked export, so that a newcomer sees it
+// work in one command. It also holds the pieces the end-to-end tests share
+// with it: the export check (CheckExport), a Standard Webhooks receiver
+// (Receiver) and the payments day-file check.
+package demo
 
 import (
 	"bytes"
@@ -18,11 +24,12 @@ import (
 	"github.com/batchhook/batchhook/config"
 	"github.com/batchhook/batchhook/daemon"
 	"github.com/batchhook/batchhook/export"
+	"github.com/batchhook/batchhook/internal/logging"
 	"github.com/batchhook/batchhook/lookupsim"
 	"github.com/batchhook/batchhook/store"
 )
 
-const demoUsage = `Usage: batchhook demo [-cpfs N] [-timeout D] [--sink http] [--payments] [--keep=false]
+const Usage = `Usage: batchhook demo [-cpfs N] [-timeout D] [--sink http] [--payments] [--keep=false]
 
 Runs the whole pipeline on loopback with embedded defaults: the provider
 simulator and the daemon on kernel-chosen ports, a fresh directory
@@ -56,10 +63,10 @@ in the demo directory (payments-signing-secret, 0600), and the printed serve
 command names it.
 `
 
-func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, demoUsage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(stderr, Usage); fs.PrintDefaults() }
 	n := fs.Int("cpfs", 250, "CPFs in the sample batch (1 to 1000)")
 	timeout := fs.Duration("timeout", 60*time.Second, "give up when the batch is not exported (and delivered) within this time")
 	sinkName := fs.String("sink", "file", "file (the export only) or http (also deliver it to a verifying receiver on loopback)")
@@ -178,7 +185,7 @@ func runDemo(ctx context.Context, dir string, n int, timeout time.Duration, with
 		return demoResult{}, err
 	}
 
-	d := daemon.New(cfg, newLogger("info", "console", stderr))
+	d := daemon.New(cfg, logging.New("info", "console", stderr))
 	if err := d.Start(ln); err != nil {
 		return demoResult{}, fmt.Errorf("start daemon: %w", err)
 	}
@@ -198,7 +205,7 @@ func runDemo(ctx context.Context, dir string, n int, timeout time.Duration, with
 	if b.State != store.StateExported {
 		return demoResult{}, fmt.Errorf("batch %s ended %s: %s", id, b.State, b.LastError)
 	}
-	if err := checkExport(b.ExportPath, sim, id); err != nil {
+	if err := CheckExport(b.ExportPath, sim, id); err != nil {
 		return demoResult{}, err
 	}
 	fmt.Fprintf(stdout, "exported batch %s: status %s, %d items in %d pages, identical to what the provider served\n",
@@ -213,7 +220,7 @@ func runDemo(ctx context.Context, dir string, n int, timeout time.Duration, with
 		if err != nil {
 			return demoResult{}, err
 		}
-		files, err := waitPaymentDayFiles(ctx, filepath.Join(cfg.ExportDir, demoPaymentsDir), flows, timeout-time.Since(start))
+		files, err := WaitPaymentDayFiles(ctx, filepath.Join(cfg.ExportDir, PaymentsDir), flows, timeout-time.Since(start))
 		if err != nil {
 			return demoResult{}, err
 		}
@@ -251,9 +258,9 @@ func waitFinal(ctx context.Context, d *daemon.Daemon, id string, timeout time.Du
 	}
 }
 
-// checkExport compares the export with the simulator's own record of what
+// CheckExport compares the export with the simulator's own record of what
 // it served, byte for byte.
-func checkExport(dir string, sim *lookupsim.Server, id string) error {
+func CheckExport(dir string, sim *lookupsim.Server, id string) error {
 	ok, err := export.Verify(dir)
 	if err != nil || !ok {
 		return fmt.Errorf("export %s does not verify against its manifest (%v)", dir, err)
@@ -281,4 +288,12 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// plural writes n with the singular or plural noun: "1 CPF", "3 CPFs".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

@@ -1,4 +1,4 @@
-package main
+package demo
 
 // The demo's `--payments`: a deposit and two withdrawals through the
 // simulator's gateway and sandbox (with the same client as `batchhook
@@ -25,26 +25,26 @@ import (
 	"github.com/batchhook/batchhook/lookupsim"
 )
 
-// demoPaymentsDir is where the file sink writes payment day files, under
-// EXPORT_DIR (issue 13: EXPORT_DIR/payments/YYYY-MM-DD.ndjson).
-const demoPaymentsDir = "payments"
+// PaymentsDir is where the file sink writes payment day files, under
+// EXPORT_DIR (one day file a UTC day: EXPORT_DIR/payments/YYYY-MM-DD.ndjson).
+const PaymentsDir = "payments"
 
 // demoCPF is a CPF with valid check digits that belongs to no one in the
 // demo (the well-known test number).
 const demoCPF = "52998224725"
 
-// paymentFlow is one simulated outcome and the webhook body it triggered.
-type paymentFlow struct {
-	name  string // "deposit paid", …
-	txID  string
-	event string // the X-Service-Event / body event name
-	body  []byte // exactly what the simulator sent
+// PaymentFlow is one simulated outcome and the webhook body it triggered.
+type PaymentFlow struct {
+	Name  string // "deposit paid", …
+	TxID  string
+	Event string // the X-Service-Event / body event name
+	Body  []byte // exactly what the simulator sent
 }
 
 // runPaymentFlows creates a deposit and pays it, a withdrawal and receives
 // it, another and refunds it, each through the gateway client, and returns
 // what the simulator sent for each.
-func runPaymentFlows(ctx context.Context, sim *lookupsim.Server, stdout io.Writer) ([]paymentFlow, error) {
+func runPaymentFlows(ctx context.Context, sim *lookupsim.Server, stdout io.Writer) ([]PaymentFlow, error) {
 	c := gateway.New(sim.URL(), sim.URL(), "", nil)
 	first, last, doc := "Ana", "Lima", demoCPF
 	steps := []struct {
@@ -56,16 +56,16 @@ func runPaymentFlows(ctx context.Context, sim *lookupsim.Server, stdout io.Write
 		{"withdrawal paid", gateway.Receive, false, "3.00"},
 		{"withdrawal failed", gateway.Refund, false, "4.25"},
 	}
-	var flows []paymentFlow
+	var flows []PaymentFlow
 	for _, st := range steps {
 		var reply []byte
 		var err error
 		if st.deposit {
-			reply, err = c.CreateDeposit(ctx, gateway.Deposit{Amount: st.amount, MerchantTransactionID: newUUID(),
+			reply, err = c.CreateDeposit(ctx, gateway.Deposit{Amount: st.amount, MerchantTransactionID: gateway.NewUUID(),
 				FirstName: first, LastName: last, Email: "ana@example.com", DocumentNumber: doc,
 				Message: "batchhook demo", IPAddress: "127.0.0.1", PhoneNumber: "+5500000000000"})
 		} else {
-			reply, err = c.CreateWithdrawal(ctx, gateway.Withdrawal{MerchantTransactionID: newUUID(), Amount: st.amount,
+			reply, err = c.CreateWithdrawal(ctx, gateway.Withdrawal{MerchantTransactionID: gateway.NewUUID(), Amount: st.amount,
 				PixKeyType: "email", PixKeyValue: "ana@example.com", PixMessage: "batchhook demo",
 				FirstName: first, LastName: last, DocumentNumber: doc})
 		}
@@ -98,7 +98,7 @@ func runPaymentFlows(ctx context.Context, sim *lookupsim.Server, stdout io.Write
 			return nil, fmt.Errorf("%s: decode the simulator's event: %w", st.name, err)
 		}
 		fmt.Fprintf(stdout, "sandbox: %s %s %s → %s\n", s.Flow, s.ID, s.Amount, ev.Event)
-		flows = append(flows, paymentFlow{name: st.name, txID: s.ID, event: ev.Event, body: sent[0]})
+		flows = append(flows, PaymentFlow{Name: st.name, TxID: s.ID, Event: ev.Event, Body: sent[0]})
 	}
 	return flows, nil
 }
@@ -115,7 +115,7 @@ type dayLine struct {
 // flow's event is there exactly once: its event name, body_sha256 equal to
 // the SHA-256 of the bytes the simulator sent, and its body those bytes
 // compacted. It returns the files that hold them.
-func checkPaymentDayFiles(dir string, flows []paymentFlow) ([]string, error) {
+func checkPaymentDayFiles(dir string, flows []PaymentFlow) ([]string, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.ndjson"))
 	if err != nil {
 		return nil, fmt.Errorf("list day files: %w", err)
@@ -130,13 +130,13 @@ func checkPaymentDayFiles(dir string, flows []paymentFlow) ([]string, error) {
 		}
 		for _, l := range lines {
 			for i, fl := range flows {
-				sum := sha256.Sum256(fl.body)
+				sum := sha256.Sum256(fl.Body)
 				if l.BodySHA256 != hex.EncodeToString(sum[:]) {
 					continue
 				}
 				var compact bytes.Buffer
-				if err := json.Compact(&compact, fl.body); err != nil || !bytes.Equal(compact.Bytes(), l.Body) || l.Event != fl.event {
-					return nil, fmt.Errorf("%s: line seq %d has the event's hash but not its name or body", fl.name, l.Seq)
+				if err := json.Compact(&compact, fl.Body); err != nil || !bytes.Equal(compact.Bytes(), l.Body) || l.Event != fl.Event {
+					return nil, fmt.Errorf("%s: line seq %d has the event's hash but not its name or body", fl.Name, l.Seq)
 				}
 				count[i]++
 				holders[f] = true
@@ -147,10 +147,10 @@ func checkPaymentDayFiles(dir string, flows []paymentFlow) ([]string, error) {
 	for i, fl := range flows {
 		switch count[i] {
 		case 0:
-			missing = append(missing, fl.name)
+			missing = append(missing, fl.Name)
 		case 1:
 		default:
-			twice = append(twice, fl.name)
+			twice = append(twice, fl.Name)
 		}
 	}
 	if len(missing) > 0 || len(twice) > 0 {
@@ -165,7 +165,7 @@ func checkPaymentDayFiles(dir string, flows []paymentFlow) ([]string, error) {
 }
 
 // readDayFile decodes one day file's lines. A line that is not JSON is an
-// error; waitPaymentDayFiles looks again, so a write seen half-done is not
+// error; WaitPaymentDayFiles looks again, so a write seen half-done is not
 // final.
 func readDayFile(path string) ([]dayLine, error) {
 	f, err := os.Open(path)
@@ -189,9 +189,9 @@ func readDayFile(path string) ([]dayLine, error) {
 	return out, nil
 }
 
-// waitPaymentDayFiles polls checkPaymentDayFiles until it passes, ctx ends
+// WaitPaymentDayFiles polls checkPaymentDayFiles until it passes, ctx ends
 // or timeout passes (then the last reason is the error).
-func waitPaymentDayFiles(ctx context.Context, dir string, flows []paymentFlow, timeout time.Duration) ([]string, error) {
+func WaitPaymentDayFiles(ctx context.Context, dir string, flows []PaymentFlow, timeout time.Duration) ([]string, error) {
 	deadline := time.NewTimer(max(timeout, 0))
 	defer deadline.Stop()
 	tick := time.NewTicker(100 * time.Millisecond)
@@ -212,10 +212,10 @@ func waitPaymentDayFiles(ctx context.Context, dir string, flows []paymentFlow, t
 }
 
 // describeFlows is the demo's summary of the events delivered.
-func describeFlows(flows []paymentFlow) string {
+func describeFlows(flows []PaymentFlow) string {
 	names := make([]string, len(flows))
 	for i, f := range flows {
-		names[i] = f.name
+		names[i] = f.Name
 	}
 	return strings.Join(names, ", ")
 }

@@ -1,4 +1,4 @@
-package main
+package demo
 
 // The demo's `--sink http`: a verifying Standard Webhooks receiver on
 // loopback (whreceiver.go), the daemon pointed at it, and the check that
@@ -31,7 +31,7 @@ const demoPartItems = 100
 
 // demoReceiver is the receiver and the HTTP server it runs on.
 type demoReceiver struct {
-	recv *whReceiver
+	recv *Receiver
 	srv  *http.Server
 	url  string
 }
@@ -44,7 +44,7 @@ func startDemoReceiver(cfg *config.Config) (*demoReceiver, error) {
 		return nil, fmt.Errorf("generate the http sink secret: %w", err)
 	}
 	secret := "whsec_" + base64.StdEncoding.EncodeToString(key)
-	recv, err := newWHReceiver(secret, nil)
+	recv, err := NewReceiver(secret, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -73,13 +73,13 @@ func (r *demoReceiver) waitAndCheck(ctx context.Context, d *daemon.Daemon, id, e
 	if err := waitDelivery(ctx, d, id, "http", timeout); err != nil {
 		return err
 	}
-	msgs := r.recv.messages()
+	msgs := r.recv.Messages()
 	for _, m := range msgs {
 		if m.Err != "" {
 			return fmt.Errorf("the receiver refused a request (%s): %s", m.ID, m.Err)
 		}
 	}
-	got, err := assemble(msgs, id)
+	got, err := Assemble(msgs, id)
 	if err != nil {
 		return fmt.Errorf("the delivered parts: %w", err)
 	}
