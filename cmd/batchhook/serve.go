@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/batchhook/batchhook/cli"
 	"github.com/batchhook/batchhook/config"
 	"github.com/batchhook/batchhook/daemon"
 	"github.com/batchhook/batchhook/internal/logging"
@@ -37,8 +38,8 @@ func serveUsage() string {
 	return b.String()
 }
 
-func serve(ctx context.Context, args []string, e env) int {
-	stdout, stderr := e.stdout, e.stderr
+func serve(ctx context.Context, args []string, e cli.Env) int {
+	stdout, stderr := e.Stdout, e.Stderr
 	if len(args) > 0 {
 		if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 			fmt.Fprint(stdout, serveUsage())
@@ -80,7 +81,7 @@ func serve(ctx context.Context, args []string, e env) int {
 		select {
 		case <-ctx.Done():
 		case fatal = <-d.Fatal(): // logged by the daemon (store_failed)
-		case <-e.reloads:
+		case <-e.Reloads:
 			_ = d.Reload() // logged by Reload; the old values stay on failure
 		}
 	}
