@@ -1,7 +1,7 @@
 package demo
 
 // The demo's `--sink http`: a verifying Standard Webhooks receiver on
-// loopback (whreceiver.go), the daemon pointed at it, and the check that
+// loopback (receiver.go), the daemon pointed at it, and the check that
 // what arrived is the export.
 
 import (

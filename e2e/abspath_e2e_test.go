@@ -12,7 +12,7 @@ import (
 	"github.com/batchhook/batchhook/internal/testutil"
 )
 
-// Every path a log line names is absolute (issue 14, item 14), even when
+// Every path a log line names is absolute, even when
 // the variables are relative to the daemon's working directory: the
 // started line's data_dir and export_dir, a warning's path.
 func TestLoggedPathsAreAbsolute(t *testing.T) {

@@ -1,6 +1,6 @@
 package e2e
 
-// batchhook completion (issue 14, item 17): the bash script is run by bash;
+// batchhook completion: the bash script is run by bash;
 // zsh and fish, absent here, are checked for every command and flag.
 
 import (

@@ -1,6 +1,6 @@
 package e2e
 
-// batchhook config check (issue 14, item 17).
+// batchhook config check.
 
 import (
 	"encoding/json"

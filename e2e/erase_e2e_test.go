@@ -61,7 +61,7 @@ func withBase64(needles ...string) []string {
 	return out
 }
 
-// TestEraseThroughTheBinary is issue 12 §2 end to end: a person's CPF in
+// TestEraseThroughTheBinary is erasure end to end: a person's CPF in
 // two exports and in a quarantined body is erased with `batchhook erase`;
 // the exports are rewritten with valid manifests, a second erase touches
 // nothing, `erasures list` shows the record without the CPF, and neither

@@ -72,7 +72,7 @@ func attachExchangeFault(t *testing.T, d *daemonProc) (detach func() []byte) {
 	}
 }
 
-// Issue 10 item 3, on the real binary: without RENAME_EXCHANGE (renameat2
+// On the real binary: without RENAME_EXCHANGE (renameat2
 // fails with EINVAL), an old export left aside by an earlier version's
 // interrupted replace ("<id>.old" in staging) no longer blocks refetches;
 // two refetches in a row both replace the export and leave no staging.

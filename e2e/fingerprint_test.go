@@ -1,6 +1,6 @@
 package e2e
 
-// batchhook fingerprint prints what the daemon logs (issue 14, item 9).
+// batchhook fingerprint prints what the daemon logs.
 
 import (
 	"os"

@@ -1,6 +1,6 @@
 package e2e
 
-// Configuration at the front door, with the real binary (issue 14, item 12):
+// Configuration at the front door, with the real binary:
 // what the operator sees at start.
 
 import (
@@ -54,7 +54,7 @@ func TestStartWarnsUnknownVariablesAndLimitsAboveTheProviders(t *testing.T) {
 	s["BATCHHOOK_SUBMIT_PER_MINUTE"] = "20"
 	s["BATCHHOOK_MAX_IN_FLIGHT"] = "40"
 	s["BATCHHOOK_FETCH_WORKER"] = "2"
-	s["BATCHHOOK_LOG_LEVEL"] = "Info" // refused before item 12
+	s["BATCHHOOK_LOG_LEVEL"] = "Info" // refused once, before levels were read case-blind
 	d := startDaemon(t, freePort(t), s)
 	d.stop(t)
 	var unknown, limits map[string]any

@@ -1,7 +1,7 @@
 package e2e
 
 // Fault injection on the database's fsync, with strace attached to the real
-// binary (issue 10 item 1): a `duplicate` is answered only for a record
+// binary: a `duplicate` is answered only for a record
 // whose commit returned, and a failed commit fails the daemon closed.
 
 import (

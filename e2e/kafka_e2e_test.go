@@ -1,6 +1,6 @@
 package e2e
 
-// End-to-end test of the kafka sink (issue 11): the real binary, the
+// End-to-end test of the kafka sink: the real binary, the
 // provider simulator, and franz-go's kfake, an in-process Kafka speaking
 // the real protocol (transactions included), on loopback. The daemon is
 // SIGKILLed twice mid-transaction: once while its records reach the

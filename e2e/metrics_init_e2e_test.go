@@ -53,8 +53,8 @@ func readmeMetrics(t *testing.T) []documentedMetric {
 }
 
 // Every metric README documents exists right after start, and every
-// labelled counter has a series at 0 for each documented value (issue 14,
-// item 6): alerts on increase() see the first event after a restart.
+// labelled counter has a series at 0 for each documented value: alerts on
+// increase() see the first event after a restart.
 func TestEveryDocumentedSeriesExistsAtStart(t *testing.T) {
 	s := newSetup(t, lookupsim.Options{})
 	payFile := filepath.Join(t.TempDir(), "payments-secret")

@@ -1,6 +1,6 @@
 package e2e
 
-// End-to-end tests of the nats sink (issue 11): the real binary, the
+// End-to-end tests of the nats sink: the real binary, the
 // provider simulator, and a real nats-server with JetStream embedded in
 // the test process.
 

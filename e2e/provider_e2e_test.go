@@ -9,7 +9,7 @@ import (
 	"github.com/batchhook/batchhook/lookupsim"
 )
 
-// A base URL with /api/v1 already in it (issue 14, item 5): the start
+// A base URL with /api/v1 already in it: the start
 // warns naming the fix; every poll then gets 404, and after a run of them
 // with no success the daemon says so once in its log, in /readyz's
 // warnings (still 200: webhooks are still recorded) and in the metrics;
@@ -55,7 +55,7 @@ func TestWrongBaseURLIsNamedAndShown(t *testing.T) {
 }
 
 // checkDurationFields fails when a log line has a duration that is not a
-// whole number of milliseconds in a field named …_ms (issue 14, item 14),
+// whole number of milliseconds in a field named …_ms,
 // or a duration field without its unit.
 func checkDurationFields(t *testing.T, out string) {
 	t.Helper()

@@ -8,7 +8,7 @@ import (
 	"github.com/batchhook/batchhook/lookupsim"
 )
 
-// BATCHHOOK_TRUSTED_PROXIES on the real binary (issue 14, item 8): a
+// BATCHHOOK_TRUSTED_PROXIES on the real binary: a
 // forged delivery through a trusted proxy (loopback) is logged with the
 // sender the proxy names; a bad value stops the start naming the variable.
 func TestTrustedProxiesNameTheSenderInTheLog(t *testing.T) {

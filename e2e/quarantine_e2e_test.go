@@ -12,7 +12,7 @@ import (
 	"github.com/batchhook/batchhook/lookupsim"
 )
 
-// Issue 14, item 10 on the real binary: a quarantined delivery's log line
+// On the real binary: a quarantined delivery's log line
 // and entry carry its batch_id; `quarantine show` takes a unique prefix of
 // the id, refuses an ambiguous one saying how many match, and ends with
 // the next step (track the batch).

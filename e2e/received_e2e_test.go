@@ -9,7 +9,7 @@ import (
 	"github.com/batchhook/batchhook/lookupsim"
 )
 
-// Issue 14, item 13: a submitted or tracked batch, whose notification has
+// A submitted or tracked batch, whose notification has
 // not come, never shows received_at as 0001-01-01: the CLI table shows "-",
 // show has a submitted/tracked row instead, the JSON omits the field.
 func TestSubmittedAndTrackedBatchesShowNoZeroReceivedTime(t *testing.T) {

@@ -30,7 +30,7 @@ func postRaw(t *testing.T, addr string, body []byte, sig string) int {
 	return resp.StatusCode
 }
 
-// Issue 14, item 7 on the real binary: rejected deliveries are kept (body,
+// On the real binary: rejected deliveries are kept (body,
 // header, reason) and `batchhook verify --rejected ID` explains them as
 // verify does: the openssl vector signed with another secret is valid under
 // that secret and a mismatch under the daemon's; a 44-character value is

@@ -250,7 +250,7 @@ func TestSandboxCLIEndToEnd(t *testing.T) {
 // payment webhook (and one duplicate) received by the real daemon's
 // payments endpoint, logged once and delivered once to the day file with
 // the provider's bytes. It runs once the payments endpoint is in the
-// build (the merge of issue 13); before, the daemon does not serve it.
+// build; before, the daemon does not serve it.
 func TestSandboxCLIToDaemon(t *testing.T) {
 	addr := freePort(t)
 	sim, err := lookupsim.New(lookupsim.Options{

@@ -1,9 +1,9 @@
 package e2e
 
-// End-to-end tests of the http and exec sinks (issue 11): the real binary,
-// the provider simulator, and on the other side a Standard Webhooks
-// receiver written from the specification (whreceiver.go) or a real
-// script.
+// End-to-end tests of the http and exec sinks: the real binary, the
+// provider simulator, and on the other side a Standard Webhooks receiver
+// verifying with code written from the specification (demo.Receiver,
+// httpsink.Verify) or a real script.
 
 import (
 	"bytes"
@@ -183,7 +183,7 @@ func metricValue(t *testing.T, d *daemonProc, series string) float64 {
 
 func TestHTTPSinkDeliversSignedPartsInOrder(t *testing.T) {
 	// The simulator caps a batch at 1,000 CPFs (the provider's limit), so
-	// parts of 400 items play the issue's 2,500 items in parts of 1,000:
+	// parts of 400 items play 2,500 items in parts of 1,000:
 	// 1,000 items make 3 parts, the last one short; 800 fill 2 exactly.
 	const maxItems = 400
 	var mu sync.Mutex

@@ -1,6 +1,6 @@
 package e2e
 
-// The sinks' crash soak (issue 11): the real binary with SINKS=file,http,
+// The sinks' crash soak: the real binary with SINKS=file,http,
 // exec,nats, SIGKILLed at random moments while batches are fetched and
 // delivered, against sinks that fail on purpose: the Standard Webhooks
 // receiver answers 500, 429 or slowly on a share of attempts, the exec

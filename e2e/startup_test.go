@@ -1,6 +1,6 @@
 package e2e
 
-// Start-up refusals of the real binary (issue 10, items 12-15): each
+// Start-up refusals of the real binary: each
 // configuration that would expose the daemon or its secrets stops it with
 // a line that names what to fix and never prints the secret.
 
@@ -80,7 +80,8 @@ func stderrLine(t *testing.T, stderr string, want ...string) {
 	}
 }
 
-// TestWritableDataDirIsRefusedOrRepaired: item 12's start-up check.
+// TestWritableDataDirIsRefusedOrRepaired: the start-up check of the data
+// directory's mode.
 func TestWritableDataDirIsRefusedOrRepaired(t *testing.T) {
 	data := t.TempDir()
 	if err := os.Chmod(data, 0o777); err != nil {
@@ -105,7 +106,8 @@ func TestWritableDataDirIsRefusedOrRepaired(t *testing.T) {
 	d.stop(t)
 }
 
-// TestBaseURLCredentialsAreRefusedUnprinted: item 14.
+// TestBaseURLCredentialsAreRefusedUnprinted: a base URL with credentials
+// in it stops the start, and the credentials are not printed.
 func TestBaseURLCredentialsAreRefusedUnprinted(t *testing.T) {
 	for _, u := range []string{"http://user:Pa55Xy9q@127.0.0.1:1", "http://user:Pa55Xy9q@[::1"} {
 		code, stderr, stdout := runServe(t, []string{binary, "serve"}, map[string]string{"BATCHHOOK_API_BASE_URL": u})
@@ -121,7 +123,7 @@ func TestBaseURLCredentialsAreRefusedUnprinted(t *testing.T) {
 	stderrLine(t, stderr, "BATCHHOOK_API_KEY")
 }
 
-// TestOversizedSecretFilesAreRefused: item 15, at start (a regular file
+// TestOversizedSecretFilesAreRefused: at start (a regular file
 // over 4 KiB and /dev/zero, which must neither hang nor grow memory) and
 // on SIGHUP (the old secret stays); a secret file others can read is
 // accepted with a warning.
@@ -182,7 +184,7 @@ func withLocalhostElsewhere(t *testing.T, argv ...string) []string {
 	return append([]string{"unshare", "-m", "sh", "-c", script, "sh", hosts}, argv...)
 }
 
-// TestAdminLoopbackIsJudgedOnTheBoundAddress: item 13. With localhost
+// TestAdminLoopbackIsJudgedOnTheBoundAddress: with localhost
 // resolving to 0.0.0.0, ADMIN_ADDR=localhost:0 without a token binds every
 // interface: the daemon refuses to start. The bench refuses such a target
 // too.

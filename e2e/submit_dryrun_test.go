@@ -1,6 +1,6 @@
 package e2e
 
-// submit --dry-run (issue 14, item 17) and the plurals of submit (item 15).
+// submit --dry-run, and the plurals of submit.
 
 import (
 	"encoding/json"

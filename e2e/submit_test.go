@@ -1,6 +1,6 @@
 package e2e
 
-// End-to-end tests of issue 6: submitting through batchhook, and
+// End-to-end tests of submitting through batchhook, and of
 // reconciling batches whose notification never came.
 
 import (
@@ -92,8 +92,8 @@ func runCLIWith(t *testing.T, d *daemonProc, token string, timeout time.Duration
 	}
 }
 
-// TestSubmitWithNotificationsOffExportsEveryBatchByPolling is the issue's
-// "done when" at test scale: a file with invalid and duplicate lines,
+// TestSubmitWithNotificationsOffExportsEveryBatchByPolling is submission's
+// acceptance test at test scale: a file with invalid and duplicate lines,
 // submitted through the real binary to a simulator that sends no
 // notification and enforces the limits, is exported batch by batch, by
 // polling, each batch once, nothing submitted twice and no limit hit.

@@ -1,6 +1,6 @@
 package e2e
 
-// submit says why it waits and when it should end (issue 14, item 15).
+// submit says why it waits and when it should end.
 
 import (
 	"bufio"

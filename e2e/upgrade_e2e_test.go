@@ -11,7 +11,7 @@ import (
 )
 
 // testdata/layout-v1.db was written by the batchhook of commit 4cfdc61
-// (before issue 15's record layout): four batch.completed webhooks
+// (before the record layout that migrate upgrades from): four batch.completed webhooks
 // accepted, ids b_00000000000000000c03, b_000000000000000000a1,
 // b_00000000000000000f77 (compact bodies) and b_0000000000000000spaced (a
 // body with spaces), in that order, then `batchhook compact`.
