@@ -31,7 +31,7 @@ each bucket's key count. It refuses to replace an existing FILE without
 func backupCmd(ctx context.Context, args []string, e Env) int {
 	stdout, stderr := e.Stdout, e.Stderr
 	fs := newFlags("backup", backupUsage, stderr)
-	asJSON, client := commonFlags(fs)
+	asJSON, client := adminFlags(fs)
 	force := fs.Bool("force", false, "replace FILE if it exists")
 	pos, err := parseArgs(fs, args)
 	if errors.Is(err, flag.ErrHelp) {

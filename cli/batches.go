@@ -33,7 +33,7 @@ func batchesCmd(ctx context.Context, args []string, e Env) int {
 		return code
 	}
 	fs := newFlags("batches "+sub, batchesUsage, stderr)
-	asJSON, client := commonFlags(fs)
+	asJSON, client := adminFlags(fs)
 	state := fs.String("state", "", "only batches in this state (submitted, tracked, queued, fetching, exported, abandoned, purged)")
 	limit := fs.Int("limit", 50, "batches per page (1 to 1000)")
 	cursor := fs.String("cursor", "", "next_cursor of a previous page")

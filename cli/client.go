@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,14 +19,6 @@ type adminClient struct {
 	base  string
 	token config.Secret
 	http  *http.Client
-}
-
-// commonFlags adds --admin and --json to fs and returns a constructor for
-// the client once fs is parsed.
-func commonFlags(fs *flag.FlagSet) (asJSON *bool, client func() (*adminClient, error)) {
-	admin := fs.String("admin", "", "admin API URL (default $BATCHHOOK_ADMIN_URL or "+config.DefaultAdminURL+")")
-	asJSON = fs.Bool("json", false, "print JSON instead of a table")
-	return asJSON, func() (*adminClient, error) { return newAdminClient(*admin) }
 }
 
 // newAdminClient is the admin API client for the URL admin, or

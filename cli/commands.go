@@ -7,7 +7,7 @@ import (
 	"github.com/batchhook/batchhook/demo"
 )
 
-// adminWords are the flags every admin API command takes (adminFlags).
+// adminWords are the flags adminFlags gives every admin API command.
 var adminWords = []string{"admin", "json"}
 
 // commands is the table of commands, in the order the usage lists them;

@@ -53,7 +53,7 @@ func deliveriesCmd(ctx context.Context, args []string, e Env) int {
 		return code
 	}
 	fs := newFlags("deliveries "+sub, deliveriesUsage, stderr)
-	asJSON, client := commonFlags(fs)
+	asJSON, client := adminFlags(fs)
 	state := fs.String("state", "failed", "failed, pending or delivered")
 	sinkName := fs.String("sink", "", "only deliveries to this sink")
 	limit := fs.Int("limit", 50, "deliveries per page (1 to 1000)")

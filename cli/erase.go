@@ -33,7 +33,7 @@ BATCHHOOK_ADMIN_TOKEN_FILE.
 
 func eraseCmd(ctx context.Context, args []string, e Env) int {
 	fs := newFlags("erase", eraseUsage, e.Stderr)
-	asJSON, client := commonFlags(fs)
+	asJSON, client := adminFlags(fs)
 	value := fs.String("cpf", "", `the CPF to erase, either form; "-" reads it from standard input`)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -124,7 +124,7 @@ func erasuresCmd(ctx context.Context, args []string, e Env) int {
 		return 2
 	}
 	fs := newFlags("erasures list", eraseUsage, e.Stderr)
-	asJSON, client := commonFlags(fs)
+	asJSON, client := adminFlags(fs)
 	if pos, err := parseArgs(fs, args[1:]); err != nil || len(pos) != 0 {
 		return 2
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/batchhook/batchhook/config"
 )
 
 // parseArgs parses flags wherever they stand among the positional
@@ -55,4 +57,13 @@ func subcommand(args []string, usage string, e Env) (sub string, code int, ok bo
 		return "", 0, false
 	}
 	return args[0], 0, true
+}
+
+// adminFlags is the preamble of the commands that talk to the admin API:
+// it adds --admin and --json to fs and returns a constructor for the
+// client once fs is parsed. The table's adminWords complete them.
+func adminFlags(fs *flag.FlagSet) (asJSON *bool, client func() (*adminClient, error)) {
+	admin := fs.String("admin", "", "admin API URL (default $BATCHHOOK_ADMIN_URL or "+config.DefaultAdminURL+")")
+	asJSON = fs.Bool("json", false, "print JSON instead of a table")
+	return asJSON, func() (*adminClient, error) { return newAdminClient(*admin) }
 }

@@ -30,7 +30,7 @@ func paymentsCmd(ctx context.Context, args []string, e Env) int {
 		return code
 	}
 	fs := newFlags("payments "+sub, paymentsUsage, stderr)
-	asJSON, client := commonFlags(fs)
+	asJSON, client := adminFlags(fs)
 	since := fs.Uint64("since", 0, "list: events after this sequence number")
 	limit := fs.Int("limit", 100, "list: events per page (1 to 1000)")
 	pos, err := parseArgs(fs, args[1:])

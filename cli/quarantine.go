@@ -28,7 +28,7 @@ func quarantineCmd(ctx context.Context, args []string, e Env) int {
 		return code
 	}
 	fs := newFlags("quarantine "+sub, quarantineUsage, stderr)
-	asJSON, client := commonFlags(fs)
+	asJSON, client := adminFlags(fs)
 	limit := fs.Int("limit", 50, "entries per page (1 to 1000)")
 	cursor := fs.String("cursor", "", "next_cursor of a previous page")
 	pos, err := parseArgs(fs, args[1:])

@@ -33,7 +33,7 @@ func rejectedCmd(ctx context.Context, args []string, e Env) int {
 		return code
 	}
 	fs := newFlags("rejected "+sub, rejectedUsage, stderr)
-	asJSON, client := commonFlags(fs)
+	asJSON, client := adminFlags(fs)
 	pos, err := parseArgs(fs, args[1:])
 	if err != nil {
 		return 2

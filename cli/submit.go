@@ -48,7 +48,7 @@ func chunkNote(ch admin.ChunkView) string {
 
 func submitCmd(ctx context.Context, args []string, e Env) int {
 	fs := newFlags("submit", submitUsage, e.Stderr)
-	asJSON, client := commonFlags(fs)
+	asJSON, client := adminFlags(fs)
 	column := fs.String("column", "", "the input is CSV with a header; NAME is the column holding the CPFs")
 	strict := fs.Bool("strict", false, "submit nothing when any line is invalid")
 	noWait := fs.Bool("no-wait", false, "print the submission id and return at once")
@@ -226,7 +226,7 @@ func submissionsCmd(ctx context.Context, args []string, e Env) int {
 	}
 	sub := args[0]
 	fs := newFlags("submissions "+sub, submissionsUsage, e.Stderr)
-	asJSON, client := commonFlags(fs)
+	asJSON, client := adminFlags(fs)
 	pos, err := parseArgs(fs, args[1:])
 	if err != nil {
 		return 2
@@ -315,7 +315,7 @@ expired or partial batch shows unresolved (README, "Submitting").
 
 func trackCmd(ctx context.Context, args []string, e Env) int {
 	fs := newFlags("track", trackUsage, e.Stderr)
-	_, client := commonFlags(fs)
+	_, client := adminFlags(fs)
 	ids, err := parseArgs(fs, args)
 	if err != nil {
 		return 2
@@ -346,7 +346,7 @@ func trackCmd(ctx context.Context, args []string, e Env) int {
 
 func resubmitCmd(ctx context.Context, args []string, e Env) int {
 	fs := newFlags("resubmit", trackUsage, e.Stderr)
-	asJSON, client := commonFlags(fs)
+	asJSON, client := adminFlags(fs)
 	ids, err := parseArgs(fs, args)
 	if err != nil {
 		return 2
