@@ -29,7 +29,8 @@ import (
 	"github.com/batchhook/batchhook/store"
 )
 
-const Usage = `Usage: batchhook demo [-cpfs N] [-timeout D] [--sink http] [--payments] [--keep=false]
+// usage is what "batchhook demo --help" prints before the flags.
+const usage = `Usage: batchhook demo [-cpfs N] [-timeout D] [--sink http] [--payments] [--keep=false]
 
 Runs the whole pipeline on loopback with embedded defaults: the provider
 simulator and the daemon on kernel-chosen ports, a fresh directory
@@ -63,10 +64,13 @@ in the demo directory (payments-signing-secret, 0600), and the printed serve
 command names it.
 `
 
+// Run is "batchhook demo" with the arguments after its name: it runs the
+// demo, reports on stdout (logs on stderr) and returns the exit code: 0
+// when the export was checked, 1 when the demo failed, 2 on a usage error.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, Usage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	n := fs.Int("cpfs", 250, "CPFs in the sample batch (1 to 1000)")
 	timeout := fs.Duration("timeout", 60*time.Second, "give up when the batch is not exported (and delivered) within this time")
 	sinkName := fs.String("sink", "file", "file (the export only) or http (also deliver it to a verifying receiver on loopback)")

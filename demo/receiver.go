@@ -54,6 +54,7 @@ func NewReceiver(secret string, answer func(context.Context, Message) int) (*Rec
 	return &Receiver{key: key, now: time.Now, answer: answer}, nil
 }
 
+// ServeHTTP takes one POST: it verifies it, records it and answers.
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if req.Method != http.MethodPost {
 		http.Error(w, "POST only", http.StatusMethodNotAllowed)
