@@ -24,7 +24,7 @@ type documentedMetric struct {
 // backticked label values from the third.
 func readmeMetrics(t *testing.T) []documentedMetric {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	raw, err := os.ReadFile(filepath.Join("..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
