@@ -81,5 +81,5 @@ func (s *Server) listDeliveries(c echo.Context) error {
 	if err != nil {
 		return storeError(c, err)
 	}
-	return c.JSON(http.StatusOK, listReply[DeliveryView]{Items: deliveryViews(ds), NextCursor: next})
+	return c.JSON(http.StatusOK, ListReply[DeliveryView]{Items: deliveryViews(ds), NextCursor: next})
 }

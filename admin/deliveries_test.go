@@ -58,17 +58,17 @@ func TestDeliveryRoutes(t *testing.T) {
 	if err := st.FailDelivery("b2", "exec", d.Generation, "exit", "exit status 1"); err != nil {
 		t.Fatal(err)
 	}
-	var page listReply[DeliveryView]
+	var page ListReply[DeliveryView]
 	if code := getJSON(t, "GET", srv.URL+"/admin/deliveries?state=failed", &page); code != 200 || len(page.Items) != 1 ||
 		page.Items[0].BatchID != "b2" || page.Items[0].Sink != "exec" || page.Items[0].LastError != "exit status 1" {
 		t.Fatalf("failed list = %d %+v", code, page)
 	}
-	page = listReply[DeliveryView]{}
+	page = ListReply[DeliveryView]{}
 	if code := getJSON(t, "GET", srv.URL+"/admin/deliveries?state=pending&sink=http&limit=1", &page); code != 200 || len(page.Items) != 1 || page.NextCursor == "" {
 		t.Fatalf("pending http page 1 = %d %+v", code, page)
 	}
 	first, cursor := page.Items[0].BatchID, page.NextCursor
-	page = listReply[DeliveryView]{}
+	page = ListReply[DeliveryView]{}
 	getJSON(t, "GET", srv.URL+"/admin/deliveries?state=pending&sink=http&limit=1&cursor="+cursor, &page)
 	if len(page.Items) != 1 || page.Items[0].BatchID == first || page.Items[0].Sink != "http" || page.NextCursor != "" {
 		t.Fatalf("pending http page 2 = %+v (page 1 had %s)", page, first)

@@ -98,7 +98,7 @@ func (s *Server) listErasures(c echo.Context) error {
 	if err != nil {
 		return storeError(c, err)
 	}
-	out := listReply[ErasureView]{Items: make([]ErasureView, 0, len(all))}
+	out := ListReply[ErasureView]{Items: make([]ErasureView, 0, len(all))}
 	for i := range all {
 		out.Items = append(out.Items, erasureView(&all[i]))
 	}

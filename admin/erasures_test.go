@@ -131,7 +131,7 @@ func TestErasureEndpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var list listReply[ErasureView]
+	var list ListReply[ErasureView]
 	data, _ := io.ReadAll(resp.Body)
 	if err := json.Unmarshal(data, &list); err != nil || len(list.Items) != 2 || bytes.Contains(data, []byte("52998224725")) {
 		t.Fatalf("list: %v %s", err, data)

@@ -49,11 +49,11 @@ func paymentView(e *store.PaymentEvent) PaymentEventView {
 	return v
 }
 
-// paymentPage is the list reply. The log stays readable after payments are
-// turned off (its events are history, and the purger still handles them),
-// so the routes answer either way and Enabled says whether new events are
-// being taken.
-type paymentPage struct {
+// PaymentPage is the payment log's list reply. The log stays readable
+// after payments are turned off (its events are history, and the purger
+// still handles them), so the routes answer either way and Enabled says
+// whether new events are being taken.
+type PaymentPage struct {
 	Items []PaymentEventView `json:"items"`
 	// NextSince is the since of the next page; absent on the last.
 	NextSince uint64 `json:"next_since,omitempty"`
@@ -91,7 +91,7 @@ func (s *Server) listPayments(c echo.Context) error {
 	if err != nil {
 		return storeError(c, err)
 	}
-	out := paymentPage{Items: make([]PaymentEventView, 0, len(events)), Enabled: s.o.PaymentsEnabled}
+	out := PaymentPage{Items: make([]PaymentEventView, 0, len(events)), Enabled: s.o.PaymentsEnabled}
 	for i := range events {
 		out.Items = append(out.Items, paymentView(&events[i]))
 	}

@@ -60,16 +60,16 @@ func TestPaymentEventRoutes(t *testing.T) {
 	}
 	base := newPaymentsServer(t, st, true)
 
-	var page paymentPage
+	var page PaymentPage
 	if code := getJSON(t, "GET", base+"/admin/payments/events?since=1&limit=2", &page); code != 200 ||
 		len(page.Items) != 2 || page.Items[0].Seq != 2 || page.Items[1].Seq != 3 || page.NextSince != 3 || !page.Enabled {
 		t.Fatalf("page after 1 = %d %+v", code, page)
 	}
-	page = paymentPage{}
+	page = PaymentPage{}
 	if getJSON(t, "GET", base+"/admin/payments/events?since=3", &page); len(page.Items) != 2 || page.Items[0].Seq != 4 || page.NextSince != 0 {
 		t.Fatalf("last page = %+v", page)
 	}
-	page = paymentPage{}
+	page = PaymentPage{}
 	if getJSON(t, "GET", base+"/admin/payments/events", &page); len(page.Items) != 5 || page.Items[0].Seq != 1 {
 		t.Fatalf("default page = %+v", page)
 	}
@@ -148,7 +148,7 @@ func TestPaymentQuarantineBodyIsWithheld(t *testing.T) {
 	if p.Product != "payments" || p.Body != "" || b.Product != "batch" || b.Body != `{"x":1}` {
 		t.Fatalf("payments entry %+v, batch entry %+v", p, b)
 	}
-	var page listReply[QuarantineView]
+	var page ListReply[QuarantineView]
 	getJSON(t, "GET", base+"/admin/quarantine", &page)
 	products := map[string]string{}
 	for _, q := range page.Items {
@@ -157,7 +157,7 @@ func TestPaymentQuarantineBodyIsWithheld(t *testing.T) {
 	if products["p1"] != "payments" || products["b1"] != "batch" {
 		t.Fatalf("list products = %v", products)
 	}
-	var pp paymentPage
+	var pp PaymentPage
 	if getJSON(t, "GET", base+"/admin/payments/events", &pp); pp.Enabled || len(pp.Items) != 0 {
 		t.Fatalf("payments off: %+v", pp)
 	}

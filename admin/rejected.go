@@ -61,7 +61,7 @@ func (s *Server) listRejected(c echo.Context) error {
 	if err != nil {
 		return storeError(c, err)
 	}
-	out := listReply[RejectedView]{Items: make([]RejectedView, 0, len(rs))}
+	out := ListReply[RejectedView]{Items: make([]RejectedView, 0, len(rs))}
 	for _, r := range rs {
 		out.Items = append(out.Items, rejectedView(r, false))
 	}

@@ -91,7 +91,9 @@ func viewOf(b *store.Batch) BatchView {
 	return v
 }
 
-type listReply[T any] struct {
+// ListReply is a page of a list route: its items and, when more follow,
+// the cursor of the next page.
+type ListReply[T any] struct {
 	Items      []T    `json:"items"`
 	NextCursor string `json:"next_cursor,omitempty"`
 }
@@ -119,7 +121,7 @@ func (s *Server) listBatches(c echo.Context) error {
 	if err != nil {
 		return storeError(c, err)
 	}
-	out := listReply[BatchView]{Items: make([]BatchView, 0, len(batches)), NextCursor: next}
+	out := ListReply[BatchView]{Items: make([]BatchView, 0, len(batches)), NextCursor: next}
 	for i := range batches {
 		out.Items = append(out.Items, viewOf(&batches[i]))
 	}
@@ -186,7 +188,7 @@ func (s *Server) listQuarantine(c echo.Context) error {
 	if err != nil {
 		return storeError(c, err)
 	}
-	out := listReply[QuarantineView]{Items: make([]QuarantineView, 0, len(entries)), NextCursor: next}
+	out := ListReply[QuarantineView]{Items: make([]QuarantineView, 0, len(entries)), NextCursor: next}
 	for _, q := range entries {
 		out.Items = append(out.Items, QuarantineView{ID: q.ID, Reason: q.Reason, Attempt: q.Attempt, ReceivedAt: q.ReceivedAt, Product: productOf(q), BatchID: q.BatchID})
 	}

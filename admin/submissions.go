@@ -191,7 +191,7 @@ func (s *Server) listChunks(c echo.Context) error {
 	if err != nil {
 		return storeError(c, err)
 	}
-	out := listReply[ChunkView]{Items: make([]ChunkView, 0, len(chunks))}
+	out := ListReply[ChunkView]{Items: make([]ChunkView, 0, len(chunks))}
 	for _, ch := range chunks {
 		out.Items = append(out.Items, s.chunkView(ch))
 	}

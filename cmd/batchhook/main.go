@@ -1,6 +1,7 @@
 // Command batchhook is the daemon (serve), its demo, and the tools around
-// it. main is tiny on purpose: it owns the signals and the exit code, and
-// run does the rest.
+// it. main is tiny on purpose: it owns the signals and the exit code;
+// package cli runs every command from its table, and serve, the daemon's
+// start, is handed to it from here.
 package main
 
 import (
@@ -9,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/batchhook/batchhook/cli"
 )
 
 func main() {
@@ -18,7 +21,7 @@ func main() {
 	reloads := make(chan struct{}, 1)
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, os.Args[1:], env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, reloads: reloads})
+		done <- cli.Run(ctx, os.Args[1:], cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Reloads: reloads}, serve)
 	}()
 	stopping := false
 	for {

@@ -4,17 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"runtime/debug"
 	"strings"
 	"text/tabwriter"
-	"time"
 
-	"github.com/rs/zerolog"
-
+	"github.com/batchhook/batchhook/cli"
 	"github.com/batchhook/batchhook/config"
 	"github.com/batchhook/batchhook/daemon"
+	"github.com/batchhook/batchhook/internal/logging"
 	"github.com/batchhook/batchhook/internal/memreclaim"
 )
 
@@ -41,8 +38,8 @@ func serveUsage() string {
 	return b.String()
 }
 
-func serve(ctx context.Context, args []string, e env) int {
-	stdout, stderr := e.stdout, e.stderr
+func serve(ctx context.Context, args []string, e cli.Env) int {
+	stdout, stderr := e.Stdout, e.Stderr
 	if len(args) > 0 {
 		if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 			fmt.Fprint(stdout, serveUsage())
@@ -56,7 +53,7 @@ func serve(ctx context.Context, args []string, e env) int {
 		fmt.Fprintf(stderr, "batchhook: configuration: %v\n", err)
 		return 2
 	}
-	log := newLogger(cfg.LogLevel, cfg.LogFormat, stdout)
+	log := logging.New(cfg.LogLevel, cfg.LogFormat, stdout)
 	// Process-wide memory settings live here, not in the daemon: the
 	// collector works harder as the heap nears the limit, so a flood cannot
 	// grow it unchecked, and the reclaimer returns memory once it is over.
@@ -84,7 +81,7 @@ func serve(ctx context.Context, args []string, e env) int {
 		select {
 		case <-ctx.Done():
 		case fatal = <-d.Fatal(): // logged by the daemon (store_failed)
-		case <-e.reloads:
+		case <-e.Reloads:
 			_ = d.Reload() // logged by Reload; the old values stay on failure
 		}
 	}
@@ -106,26 +103,4 @@ func serve(ctx context.Context, args []string, e env) int {
 		return 1
 	}
 	return 0
-}
-
-// newLogger builds the process logger: JSON lines (or a console rendering)
-// with a timestamp, at the configured level.
-func newLogger(level, format string, w io.Writer) zerolog.Logger {
-	if format == "console" {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339, NoColor: !isTerminal(w)}
-	}
-	lvl, err := zerolog.ParseLevel(level)
-	if err != nil {
-		lvl = zerolog.InfoLevel
-	}
-	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

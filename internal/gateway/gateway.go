@@ -13,6 +13,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -185,4 +186,14 @@ func reason(status int, body []byte) string {
 		r = "no reason given"
 	}
 	return r
+}
+
+// NewUUID returns a random version 4 UUID (crypto/rand), the form of a
+// merchant transaction id.
+func NewUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand contract)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }

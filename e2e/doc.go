@@ -1,0 +1,8 @@
+// Package e2e holds the end-to-end tests: TestMain builds the real
+// batchhook binary (./cmd/batchhook, with -race) and the tests run it as an
+// operator would, against the provider simulator, real sinks and real
+// signals on loopback. The crash soaks and the interleaving test
+// (interleave_*_test.go; flags -soak, -interleave.seed,
+// -interleave.duration) live here too. The package has no code of its
+// own: everything is in its test files.
+package e2e
