@@ -24,8 +24,8 @@ Streams a consistent snapshot of the running daemon's database (GET
 /admin/backup) into FILE (mode 0600, written to a temporary file in the same
 directory, fsynced and renamed), then opens it and checks it, and prints
 each bucket's key count. It refuses to replace an existing FILE without
---force; on any failure no FILE is left. Back up EXPORT_DIR after it (README
-"Personal data"). Same environment as "batchhook batches".
+--force; on any failure no FILE is left. Back up EXPORT_DIR after it (docs/operations.md,
+"Backup, restore and compaction"). Same environment as "batchhook batches".
 `
 
 func backupCmd(ctx context.Context, args []string, e Env) int {

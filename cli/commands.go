@@ -15,7 +15,7 @@ var adminWords = []string{"admin", "json"}
 // serve, the daemon's start, is handed in by the program's main package.
 func commands(serve RunFunc) []Command {
 	cmds := []Command{
-		{Name: "serve", Synopsis: "serve", Summary: `run the daemon (BATCHHOOK_* variables; README "Configuration")`, Run: serve},
+		{Name: "serve", Synopsis: "serve", Summary: `run the daemon (BATCHHOOK_* variables; docs/configuration.md)`, Run: serve},
 		{Name: "config", Synopsis: "config check", Summary: "validate the configuration and print it (secrets as fingerprints)",
 			Run: configCmd, Subs: []string{"check"}, Flags: []string{"json"}},
 		{Name: "demo", Synopsis: "demo", Summary: "the whole pipeline on loopback against the simulator", Run: demoCmd,

@@ -17,7 +17,7 @@ const paymentsUsage = `Usage:
   batchhook payments list [--since SEQ] [--limit N] [--json] [--admin URL]
   batchhook payments show SEQ [--json] [--admin URL]
 
-The payment event log (README, Payments): every payments webhook logged,
+The payment event log (docs/payments.md): every payments webhook logged,
 in order, with its dedup key and where it stands with each payment sink.
 Bodies are never shown (they hold personal data). list starts after
 --since (0: from the first event). Same environment as "batchhook batches".

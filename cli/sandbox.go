@@ -25,7 +25,7 @@ const sandboxUsage = `Usage:
   batchhook sandbox receive QRCODE_URL|REF [--json]
   batchhook sandbox refund QRCODE_URL|REF [--json]
 
-Rehearses the provider's sandbox payments gateway (document 4.4): deposit
+Rehearses the provider's sandbox payments gateway (docs/provider-api.md §4.4): deposit
 and withdraw create a pending transaction (POST {gateway_url}/api/pix/charge
 or /api/pix/pay); pay, receive and refund open the sandbox's simulation URL,
 which makes the provider send a signed payment webhook. receive takes the

@@ -197,7 +197,7 @@ func reportSubmitted(sub admin.SubmissionView, raw []byte, counts map[string]int
 		}
 	}
 	if bad > 0 {
-		fmt.Fprintf(e.Stderr, "batchhook submit: %d of %s not submitted (%d failed, %d submit_unknown: see README)\n",
+		fmt.Fprintf(e.Stderr, "batchhook submit: %d of %s not submitted (%d failed, %d submit_unknown: see docs/operations.md)\n",
 			bad, plural(len(sub.Chunks), "batch was", "batches were"), counts["failed"], counts["submit_unknown"])
 		return 1
 	}
@@ -310,7 +310,8 @@ const trackUsage = `Usage:
 
 "track" makes batchhook poll batches submitted elsewhere until final, then
 fetch and export them. "resubmit" submits again the CPFs that an exported
-expired or partial batch shows unresolved (README, "Submitting").
+expired or partial batch shows unresolved (docs/how-it-works.md,
+"Submitting, and never missing a batch").
 `
 
 func trackCmd(ctx context.Context, args []string, e Env) int {

@@ -9,8 +9,8 @@ import (
 
 // The provider gives each product its own secret (docs/provider-api.md §5.2): with one
 // secret for both, the payments path would accept a batch.completed body
-// and the batch path a payment, so the cross-product refusal the issue
-// asks for would silently not hold.
+// and the batch path a payment, so the cross-product refusal batchhook
+// promises would silently not hold.
 func TestPaymentsSecretMustDifferFromTheBatchSecret(t *testing.T) {
 	requiredEnv(t)
 	t.Setenv("BATCHHOOK_PAYMENTS_SIGNING_SECRET", reqSecret)

@@ -219,7 +219,7 @@ func TestServeHelpListsEveryVariableWithItsDefault(t *testing.T) {
 			t.Errorf("serve --help shows %s default %q, want %q", v, shown[v], want)
 		}
 	}
-	// README's table has a row for each, with the same default where the
+	// docs/configuration.md's table has a row for each, with the same default where the
 	// row gives one as a single code span.
 	readme, err := os.ReadFile("../docs/configuration.md")
 	if err != nil {
@@ -235,12 +235,12 @@ func TestServeHelpListsEveryVariableWithItsDefault(t *testing.T) {
 	for _, v := range vars {
 		readmeDef, ok := rows[v]
 		if !ok {
-			t.Errorf("README's configuration table has no row for %s", v)
+			t.Errorf("docs/configuration.md's table has no row for %s", v)
 			continue
 		}
 		if d, ok := strings.CutPrefix(readmeDef, "`"); ok && strings.HasSuffix(d, "`") && !strings.Contains(d[:len(d)-1], "`") {
 			if d = strings.TrimSuffix(d, "`"); d != shown[v] {
-				t.Errorf("%s: README's default %q, serve --help's %q", v, d, shown[v])
+				t.Errorf("%s: docs/configuration.md's default %q, serve --help's %q", v, d, shown[v])
 			}
 		}
 	}

@@ -41,7 +41,7 @@ type rawMsg = jetstream.RawStreamMsg
 // batch's export: part is an http part number, a nats item index or
 // "manifest". The batch id's "%" and ":" are percent-encoded, so that no
 // two batches or versions share an id. It is the one place that knows the
-// id scheme, written from the README's words, not from the sinks' code.
+// id scheme, written from docs/sinks.md's words, not from the sinks' code.
 func messageID(batchID string, v int, part string) string {
 	id := strings.NewReplacer("%", "%25", ":", "%3A").Replace(batchID)
 	if v > 0 {

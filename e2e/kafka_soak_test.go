@@ -4,7 +4,7 @@ package e2e
 // while batches are exported and sent to kfake, which drops a share of the
 // produce and commit connections (sink faults). Afterwards a read_committed
 // consumer must find every batch, each copy whole and byte-equal to the
-// export; copies beyond the first can only come from the window the README
+// export; copies beyond the first can only come from the window docs/sinks.md
 // names (a commit acknowledged by Kafka but not yet recorded), and are
 // counted.
 

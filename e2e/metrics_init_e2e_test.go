@@ -11,7 +11,7 @@ import (
 	"github.com/batchhook/batchhook/lookupsim"
 )
 
-// documentedMetric is one row of README's metrics table.
+// documentedMetric is one row of docs/operations.md's metrics table.
 type documentedMetric struct {
 	name   string
 	labels []string
@@ -19,7 +19,7 @@ type documentedMetric struct {
 	values []string
 }
 
-// readmeMetrics parses the table under "### Metrics" in README.md: the
+// readmeMetrics parses the table under "### Metrics" in docs/operations.md: the
 // name and labels from the first column, the type from the second, and the
 // backticked label values from the third.
 func readmeMetrics(t *testing.T) []documentedMetric {
@@ -30,7 +30,7 @@ func readmeMetrics(t *testing.T) []documentedMetric {
 	}
 	_, section, ok := strings.Cut(string(raw), "\n### Metrics\n")
 	if !ok {
-		t.Fatal("README has no ### Metrics section")
+		t.Fatal("docs/operations.md has no ### Metrics section")
 	}
 	section, _, _ = strings.Cut(section, "\n### ")
 	row := regexp.MustCompile("(?m)^\\| `(batchhook_[a-z_]+)(?:\\{([a-z_,]+)\\})?` \\| ([a-z]+) \\| (.*) \\|$")
@@ -47,12 +47,12 @@ func readmeMetrics(t *testing.T) []documentedMetric {
 		out = append(out, d)
 	}
 	if len(out) < 20 {
-		t.Fatalf("parsed only %d metric rows from README", len(out))
+		t.Fatalf("parsed only %d metric rows from docs/operations.md", len(out))
 	}
 	return out
 }
 
-// Every metric README documents exists right after start, and every
+// Every metric docs/operations.md documents exists right after start, and every
 // labelled counter has a series at 0 for each documented value: alerts on
 // increase() see the first event after a restart.
 func TestEveryDocumentedSeriesExistsAtStart(t *testing.T) {
@@ -88,7 +88,7 @@ func TestEveryDocumentedSeriesExistsAtStart(t *testing.T) {
 			continue
 		}
 		if len(m.values) == 0 {
-			t.Errorf("README lists no `value` of %s's label %s", m.name, label)
+			t.Errorf("docs/operations.md lists no `value` of %s's label %s", m.name, label)
 		}
 		for _, v := range m.values {
 			series := regexp.MustCompile(`(?m)^` + m.name + `\{[^}]*` + label + `="` + v + `"[^}]*\} 0$`)
@@ -100,7 +100,7 @@ func TestEveryDocumentedSeriesExistsAtStart(t *testing.T) {
 		served := regexp.MustCompile(`(?m)^` + m.name + `\{[^}]*` + label + `="([^"]*)"`)
 		for _, sv := range served.FindAllStringSubmatch(scrape, -1) {
 			if !slices.Contains(m.values, sv[1]) {
-				t.Errorf("%s{%s=%q} is served but README does not list it", m.name, label, sv[1])
+				t.Errorf("%s{%s=%q} is served but docs/operations.md does not list it", m.name, label, sv[1])
 			}
 		}
 	}

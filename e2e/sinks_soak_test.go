@@ -7,7 +7,7 @@ package e2e
 // command exits 75 on a share of runs, and a real nats-server's stream
 // drops the messages a crash publishes twice. Afterwards every delivery
 // must be delivered and every batch found whole at every sink; a copy
-// beyond the first is allowed only where the sink's README guarantee
+// beyond the first is allowed only where the sink's guarantee in docs/sinks.md
 // allows it, and is counted:
 //   - http: a part accepted twice carries the same webhook-id and a
 //     byte-identical body, and is the part its batch had last had

@@ -8,7 +8,7 @@ package e2e
 //
 // The default run opens 2,000 connections and checks the memory each one
 // costs; BATCHHOOK_SLOWBODY_CONNS=6000 runs the full attack (6,000
-// connections) and checks RSS < 200 MB (README, Performance).
+// connections) and checks RSS < 200 MB (docs/performance.md).
 
 import (
 	"bytes"
@@ -194,7 +194,7 @@ func TestSlowBodiesKeepMemoryBoundedAndGenuineDeliveriesFast(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	took := genuine("b_during_attack")
 	during := procStatus(t, pid, "VmRSS")
-	// Where the memory is, for the README figure; and MEMORY_LIMIT's
+	// Where the memory is, for the figure in docs/performance.md; and MEMORY_LIMIT's
 	// default reached the runtime.
 	_, m := get(t, d.admin+"/metrics", "")
 	if !strings.Contains(m, "\ngo_gc_gomemlimit_bytes 2.68435456e+08\n") {

@@ -18,7 +18,7 @@ import (
 )
 
 // These tests reach the unexported exchange, to play a file system without
-// RENAME_EXCHANGE (the issue reproduced it with
+// RENAME_EXCHANGE (reproduced with
 // strace -e inject=renameat2:error=EINVAL).
 
 func noExchange(*os.File, string, *os.File, string) error { return unix.EINVAL }

@@ -6,8 +6,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// PaymentCounters count the payments webhook's requests by outcome (issue
-// 13). It implements receiver.PaymentObserver.
+// PaymentCounters count the payments webhook's requests by outcome. It
+// implements receiver.PaymentObserver.
 type PaymentCounters struct {
 	events *prometheus.CounterVec
 }

@@ -95,8 +95,8 @@ type Options struct {
 	// in the kernel's backlog. 0 = no cap. It is a last line: a stalled
 	// sender costs little (see body.go), so set it well above any load.
 	MaxConnections int
-	// Payments serves the payments webhook on the same listener (issue
-	// 13); nil leaves its path a 404.
+	// Payments serves the payments webhook on the same listener;
+	// nil leaves its path a 404.
 	Payments *PaymentOptions
 	// TrustedProxies are the peers whose X-Forwarded-For / X-Real-IP name
 	// the sender logged as remote_addr (BATCHHOOK_TRUSTED_PROXIES); empty

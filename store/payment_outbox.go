@@ -13,9 +13,9 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// The payment outbox. Payment events go to each sink in log order (issue
-// 13), so a sink's outbox is a cursor, not a record per event: every event
-// up to the cursor has been handled (delivered, or failed for good), and
+// The payment outbox. Payment events go to each sink in log order, so a
+// sink's outbox is a cursor, not a record per event: every event up to the
+// cursor has been handled (delivered, or failed for good), and
 // the event after it is the head the sink's dispatcher works on. A
 // transient failure keeps the head (and every later event) waiting; a
 // permanent one is recorded for that event and the cursor moves past it,

@@ -16,8 +16,8 @@ import (
 //	go test -run TestPurgedTombstonesCompactSmaller -v ./store/ -purge-figure-batches 100000
 var purgeFigureBatches = flag.Int("purge-figure-batches", 2000, "batches exported, purged to tombstones and compacted")
 
-// realisticNote is a batch.completed as the provider sends it (document
-// §2.1), with the raw body of the size a real one has.
+// realisticNote is a batch.completed as the provider sends it
+// (docs/provider-api.md §2.1), with the raw body of the size a real one has.
 func realisticNote(id string, at time.Time) Notification {
 	n := note(id, at)
 	n.Raw = []byte(fmt.Sprintf(`{"event":"batch.completed","batch_id":%q,"status":"completed","total_requested":1000,"total_found":934,"total_not_found":66,"completed_at":%q}`,
