@@ -12,7 +12,7 @@ import (
 	"github.com/batchhook/batchhook/store"
 )
 
-// A restored database older than EXPORT_DIR (README: back EXPORT_DIR up
+// A restored database older than EXPORT_DIR (docs/operations.md: back EXPORT_DIR up
 // after the database) must not number new payment events with seqs the
 // day files hold: the file sink would skip them as written. Fails without
 // raisePaymentSeq at start: the event after the restore never reaches

@@ -96,7 +96,7 @@ func TestEveryDocumentedSeriesExistsAtStart(t *testing.T) {
 				t.Errorf("%s{%s=%q} is not at 0 at start", m.name, label, v)
 			}
 		}
-		// And the other way: no value served that README does not list.
+		// And the other way: no value served that docs/operations.md does not list.
 		served := regexp.MustCompile(`(?m)^` + m.name + `\{[^}]*` + label + `="([^"]*)"`)
 		for _, sv := range served.FindAllStringSubmatch(scrape, -1) {
 			if !slices.Contains(m.values, sv[1]) {

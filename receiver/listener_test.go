@@ -39,7 +39,7 @@ func headerBlock(n int) string {
 	return head + strings.Repeat("p", pad) + "\r\n\r\n"
 }
 
-// The header limit README states (16 KiB: request line
+// The header limit docs/configuration.md states (16 KiB: request line
 // and headers together) is the one enforced, to the byte; "OPTIONS *",
 // which net/http answers 200 on its own, and paths outside the webhook's
 // are 404, another method on a webhook path 405.

@@ -11,7 +11,7 @@ import (
 )
 
 // purgeFigureBatches sizes TestPurgedTombstonesCompactSmaller. The suite
-// runs it small; README's figure comes from
+// runs it small; docs/performance.md's figure comes from
 //
 //	go test -run TestPurgedTombstonesCompactSmaller -v ./store/ -purge-figure-batches 100000
 var purgeFigureBatches = flag.Int("purge-figure-batches", 2000, "batches exported, purged to tombstones and compacted")

@@ -19,7 +19,7 @@ const serveUsageHead = `Usage: batchhook serve
 
 Runs the daemon until SIGINT or SIGTERM (a second one exits at once). It
 takes no flags: every setting is an environment variable, listed below with
-its default (README, "Configuration", says what each does). SIGHUP re-reads
+its default (docs/configuration.md says what each does). SIGHUP re-reads
 the secrets. Logs are JSON lines on stdout.
 
 Environment:

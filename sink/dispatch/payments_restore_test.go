@@ -13,7 +13,7 @@ import (
 )
 
 // TestPaymentsAfterARestoreAreNotSkipped: `batchhook restore` brings back a
-// database older than EXPORT_DIR (README: back EXPORT_DIR up after the
+// database older than EXPORT_DIR (docs/operations.md: back EXPORT_DIR up after the
 // database), so the day file holds lines of events the restored log does
 // not know. The seqs of new events must not collide with those lines: the
 // file sink skips an event whose seq is not above its day file's last, so

@@ -11,8 +11,8 @@ import (
 	"github.com/batchhook/batchhook/sink"
 )
 
-// TestREADMEExample runs the README's example command through the sink:
-// it must do what the README says it does.
+// TestREADMEExample runs docs/sinks.md's example command through the sink:
+// it must do what docs/sinks.md says it does.
 func TestREADMEExample(t *testing.T) {
 	cmd := script(t, "load-results.sh")
 	target := filepath.Join(t.TempDir(), "results")

@@ -77,7 +77,7 @@ func Verify(key []byte, h http.Header, body []byte, now time.Time, tolerance tim
 	return ts, errors.New("no v1 signature matches")
 }
 
-// Part is the body of one part of an export, as the README's http sink
+// Part is the body of one part of an export, as docs/sinks.md's http sink
 // contract gives it.
 type Part struct {
 	Type      string `json:"type"`
