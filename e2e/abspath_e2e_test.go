@@ -16,6 +16,7 @@ import (
 // the variables are relative to the daemon's working directory: the
 // started line's data_dir and export_dir, a warning's path.
 func TestLoggedPathsAreAbsolute(t *testing.T) {
+	t.Parallel()
 	wd := t.TempDir()
 	if err := os.WriteFile(filepath.Join(wd, "secret"), []byte("s\n"), 0o644); err != nil { // readable: a warning with its path
 		t.Fatal(err)

@@ -40,6 +40,7 @@ func tempFilesIn(t *testing.T, dir string) []string {
 }
 
 func TestBackupCommandAndOfflineCommandsRefuseWhileTheDaemonRuns(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{})
 	d := startDaemon(t, s.addr, s.env)
 	data := s.env["BATCHHOOK_DATA_DIR"]
@@ -108,6 +109,7 @@ func TestBackupCommandAndOfflineCommandsRefuseWhileTheDaemonRuns(t *testing.T) {
 // deliveries, chunks), the previous one is kept, and the restarted daemon
 // serves and finishes every batch the backup knew.
 func TestBackupUnderFloodThenRestore(t *testing.T) {
+	t.Parallel()
 	s, _, _ := httpSinkSetup(t, lookupsim.Options{
 		ProcessingDelay: 20 * time.Millisecond, SubmitPerMinute: lookupsim.Unlimited, MaxInFlight: lookupsim.Unlimited,
 		Faults: lookupsim.Faults{DuplicateDeliveries: 1},
@@ -237,6 +239,7 @@ func countInState(t *testing.T, d *daemonProc, state string) int {
 // refetch (and a refetch brings it back); one exported after the backup is
 // listed as an export without a batch.
 func TestRestoreReportsExportsOutOfStep(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{})
 	d := startDaemon(t, s.addr, s.env)
 	data := s.env["BATCHHOOK_DATA_DIR"]

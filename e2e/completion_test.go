@@ -32,6 +32,7 @@ func bashComplete(t *testing.T, script string, words ...string) []string {
 }
 
 func TestCompletionScripts(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
 	}

@@ -32,6 +32,7 @@ func runWithEnv(t *testing.T, env map[string]string, args ...string) (string, st
 }
 
 func TestConfigCheckPrintsTheEffectiveConfiguration(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "signing-secret")
 	if err := os.WriteFile(file, []byte(fpSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)

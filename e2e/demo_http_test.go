@@ -15,6 +15,7 @@ import (
 // TestDemoHTTPSink: `demo --sink http --keep` delivers to its verifying
 // receiver and says so before the last line, which stays "export: <path>".
 func TestDemoHTTPSink(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(binary, "demo", "-cpfs", "250", "--sink", "http", "--keep")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -42,6 +42,7 @@ func runDemoBinary(t *testing.T, args ...string) []string {
 // behind (its directory holds a database, sample CPFs and secrets), says
 // so on its last line, and points at what to try next.
 func TestDemoRemovesItsDirectory(t *testing.T) {
+	t.Parallel()
 	lines := runDemoBinary(t, "-cpfs", "5", "--keep=false")
 	dir := strings.TrimPrefix(lineWithPrefix(lines, "demo dir: "), "demo dir: ")
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
@@ -63,6 +64,7 @@ func TestDemoRemovesItsDirectory(t *testing.T) {
 // "batchhook serve" command, run as printed (on free ports instead of the
 // fixed ones), serves the kept database: the CLI then lists the batch.
 func TestDemoKeepPrintsAServeCommandThatWorks(t *testing.T) {
+	t.Parallel()
 	lines := runDemoBinary(t, "-cpfs", "5", "--keep")
 	path, ok := strings.CutPrefix(lines[len(lines)-1], "export: ")
 	if !ok || !filepath.IsAbs(path) {

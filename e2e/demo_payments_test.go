@@ -13,6 +13,7 @@ import (
 
 // TestDemoPayments: `demo --payments --keep` end to end with the real binary.
 func TestDemoPayments(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(binary, "demo", "--payments", "-cpfs", "20", "--keep")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

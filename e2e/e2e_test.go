@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +18,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -30,7 +33,22 @@ import (
 
 var binary string
 
+// defaultParallel is how many end-to-end tests run at once unless
+// -test.parallel says otherwise. Most of their time is spent waiting on the
+// daemons, simulators and sinks they start, not on the CPU, so more of
+// them than there are cores keep a small machine busy. The few that judge
+// latency or memory (slow disks, slow bodies, the second signal) do not
+// call t.Parallel: they run first, alone.
+const defaultParallel = 4
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if !flagSet("test.parallel") {
+		if err := flag.Set("test.parallel", strconv.Itoa(max(defaultParallel, runtime.GOMAXPROCS(0)))); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 	dir, err := os.MkdirTemp("", "batchhook-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -51,6 +69,13 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// flagSet reports whether the named flag was given on the command line.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // writeRaceLauncher writes at path a script that execs the race-enabled
@@ -265,6 +290,7 @@ func postSigned(t *testing.T, addr string, body []byte, attempt int) (int, map[s
 }
 
 func TestServeExportsEveryOutcomeAndReplayIsANoOp(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{Outcome: lookupsim.Cycle("completed", "partial", "expired", "failed")})
 	d := startDaemon(t, s.addr, s.env)
 	ids := make([]string, 4)
@@ -327,6 +353,7 @@ func TestServeExportsEveryOutcomeAndReplayIsANoOp(t *testing.T) {
 }
 
 func TestKilledBetweenPagesResumesWithoutDuplicates(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{Faults: lookupsim.Faults{SlowPage: 60 * time.Millisecond}})
 	s.env["BATCHHOOK_PAGE_LIMIT"] = "25"
 	d := startDaemon(t, s.addr, s.env)
@@ -364,6 +391,7 @@ func TestKilledBetweenPagesResumesWithoutDuplicates(t *testing.T) {
 }
 
 func TestFetchAbsorbsEachProviderFault(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		faults lookupsim.Faults
@@ -446,6 +474,7 @@ func waitExportedLine(t *testing.T, d *daemonProc, id string) {
 }
 
 func TestConfigErrorsNameTheVariable(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		env  []string
 		want string
@@ -479,6 +508,7 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 }
 
 func TestSecondDaemonOnSameDataDirFailsFast(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{})
 	startDaemon(t, s.addr, s.env)
 	cmd := exec.Command(binary, "serve")
@@ -497,6 +527,7 @@ func TestSecondDaemonOnSameDataDirFailsFast(t *testing.T) {
 }
 
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(binary, "demo", "-cpfs", "120", "--keep")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

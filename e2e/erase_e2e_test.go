@@ -67,6 +67,7 @@ func withBase64(needles ...string) []string {
 // nothing, `erasures list` shows the record without the CPF, and neither
 // the logs nor any file under the data dir holds the CPF afterwards.
 func TestEraseThroughTheBinary(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{})
 	const token = "erase-admin-token"
 	s.env["BATCHHOOK_ADMIN_TOKEN"] = token
@@ -181,6 +182,7 @@ func TestEraseThroughTheBinary(t *testing.T) {
 // recording an erasure (nothing touched yet); the next start finishes it
 // before serving.
 func TestAPendingErasureIsFinishedAtStart(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{})
 	d := startDaemon(t, s.addr, s.env)
 	target := lookupsim.SampleCPFs(1, 777)[0]

@@ -77,6 +77,7 @@ func attachExchangeFault(t *testing.T, d *daemonProc) (detach func() []byte) {
 // interrupted replace ("<id>.old" in staging) no longer blocks refetches;
 // two refetches in a row both replace the export and leave no staging.
 func TestRefetchWithoutRenameExchange(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{})
 	d := startDaemon(t, s.addr, s.env)
 	id, err := s.sim.Submit(lookupsim.SampleCPFs(30, 21))

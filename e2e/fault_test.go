@@ -46,6 +46,7 @@ func buildFaultBinary(t *testing.T) string {
 // delivery is answered 503 (so the provider retries) and nothing is
 // recorded; once it can, the retried deliveries are recorded and exported.
 func TestStorageFailureNeverAcknowledges(t *testing.T) {
+	t.Parallel()
 	bin := buildFaultBinary(t)
 	s := newSetup(t, lookupsim.Options{RetryBackoff: 100 * time.Millisecond, MaxAttempts: 1000})
 	fault := filepath.Join(s.env["BATCHHOOK_DATA_DIR"], "FAIL_WRITES")

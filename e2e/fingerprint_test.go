@@ -22,6 +22,7 @@ const (
 )
 
 func TestFingerprintCommandPrintsWhatTheDaemonLogs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "signing-secret")
 	if err := os.WriteFile(file, []byte(fpSecret+"\n"), 0o600); err != nil {

@@ -24,6 +24,7 @@ func logEvents(t *testing.T, out string) []map[string]any {
 }
 
 func TestUnwritableDataDirExitsTwoNamingTheVariable(t *testing.T) {
+	t.Parallel()
 	// Root ignores directory modes (DECISIONS 16): sysfs refuses a mkdir
 	// even to root.
 	if st, err := os.Stat("/sys/kernel"); err != nil || !st.IsDir() {
@@ -50,6 +51,7 @@ func TestUnwritableDataDirExitsTwoNamingTheVariable(t *testing.T) {
 }
 
 func TestStartWarnsUnknownVariablesAndLimitsAboveTheProviders(t *testing.T) {
+	t.Parallel()
 	s := newSetupForConfig(t)
 	s["BATCHHOOK_SUBMIT_PER_MINUTE"] = "20"
 	s["BATCHHOOK_MAX_IN_FLIGHT"] = "40"
@@ -76,6 +78,7 @@ func TestStartWarnsUnknownVariablesAndLimitsAboveTheProviders(t *testing.T) {
 }
 
 func TestStartedLineShowsTheLimitsAboveTheProviders(t *testing.T) {
+	t.Parallel()
 	s := newSetupForConfig(t)
 	s["BATCHHOOK_MAX_IN_FLIGHT"] = "80"
 	d := startDaemon(t, freePort(t), s)

@@ -248,6 +248,7 @@ func TestDuplicateWaitsForTheSlowFsync(t *testing.T) {
 // again (as its supervisor would), it answers the provider's retry 2xx and
 // the batch is recorded once.
 func TestFailedFsyncFailsClosedAndRestarts(t *testing.T) {
+	t.Parallel()
 	s, d := quietSetup(t)
 	tr := attachStrace(t, d.cmd.Process.Pid, "fdatasync:error=EIO:when=2")
 	const id = "b_failed_fsync"
@@ -320,6 +321,7 @@ func metaWriteIndex(trace string) int {
 // store_failed, exit non-zero. Started again once the disk takes writes (as
 // its supervisor would), the daemon records the provider's retry once.
 func TestDiskFullFailsClosedAndRestarts(t *testing.T) {
+	t.Parallel()
 	s, d := quietSetup(t)
 	tr := attachStrace(t, d.cmd.Process.Pid, "pwrite64:error=ENOSPC")
 	const id = "b_disk_full"

@@ -152,6 +152,7 @@ func runBinary(t *testing.T, args ...string) (string, string, int) {
 }
 
 func TestEveryCommandHelpExitsZeroAndListsEveryFlag(t *testing.T) {
+	t.Parallel()
 	cmds := sourceCommands(t)
 	usage, _, _ := runBinary(t, "help")
 	// Every command in the usage is dispatched, and the other way round
@@ -194,6 +195,7 @@ func TestEveryCommandHelpExitsZeroAndListsEveryFlag(t *testing.T) {
 }
 
 func TestServeHelpListsEveryVariableWithItsDefault(t *testing.T) {
+	t.Parallel()
 	stdout, _, code := runBinary(t, "serve", "--help")
 	if code != 0 {
 		t.Fatalf("serve --help: exit %d", code)

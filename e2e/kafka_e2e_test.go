@@ -125,6 +125,7 @@ func checkKafkaBatch(t *testing.T, s *setup, rs []*kgo.Record, id string) {
 }
 
 func TestKafkaSinkSurvivesSIGKILLMidTransaction(t *testing.T) {
+	t.Parallel()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, kafkaTopic))
 	if err != nil {
 		t.Fatal(err)

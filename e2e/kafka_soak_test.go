@@ -26,6 +26,7 @@ import (
 )
 
 func TestKafkaSoakKillsAndSinkFaults(t *testing.T) {
+	t.Parallel()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, kafkaTopic))
 	if err != nil {
 		t.Fatal(err)

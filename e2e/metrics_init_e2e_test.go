@@ -56,6 +56,7 @@ func readmeMetrics(t *testing.T) []documentedMetric {
 // labelled counter has a series at 0 for each documented value: alerts on
 // increase() see the first event after a restart.
 func TestEveryDocumentedSeriesExistsAtStart(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{})
 	payFile := filepath.Join(t.TempDir(), "payments-secret")
 	if err := os.WriteFile(payFile, []byte(e2ePaySecret+"\n"), 0o600); err != nil {

@@ -133,6 +133,7 @@ func (g *ackGate) url() string { return "nats://" + g.ln.Addr().String() }
 // batch is there once: every item in order, byte-equal to the export,
 // then its manifest.
 func TestNATSSinkSIGKILLMidDelivery(t *testing.T) {
+	t.Parallel()
 	srv := natsServer(t)
 	nc, js := natsJS(t, srv.ClientURL())
 	st, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "RESULTS", Subjects: []string{e2eSubject},
@@ -283,6 +284,7 @@ func natsBatchErr(msgs []*jetstream.RawStreamMsg, id string, results, manifest [
 // for the subject stops the start with exit 2 and a line naming the
 // subject; an unreachable one does not stop it.
 func TestNATSSinkStartChecksTheStream(t *testing.T) {
+	t.Parallel()
 	srv := natsServer(t)
 	code, stderr, stdout := runServe(t, []string{binary, "serve"}, map[string]string{
 		"BATCHHOOK_SINKS": "file,nats", "BATCHHOOK_NATS_URL": srv.ClientURL(), "BATCHHOOK_NATS_SUBJECT": "acme.lookups"})

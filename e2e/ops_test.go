@@ -45,6 +45,7 @@ func get(t *testing.T, url, token string) (int, string) {
 }
 
 func TestAdminAPIMetricsAndCLI(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{})
 	s.env["BATCHHOOK_ADMIN_TOKEN"] = adminToken
 	d := startDaemon(t, s.addr, s.env)
@@ -144,6 +145,7 @@ func TestAdminAPIMetricsAndCLI(t *testing.T) {
 }
 
 func TestSecretReloadOnSIGHUP(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{})
 	d := startDaemon(t, s.addr, s.env)
 	body := []byte(`{"event":"batch.completed","batch_id":"b_rot1","status":"failed","total_requested":1,"total_found":0,"total_not_found":0,"completed_at":"2026-11-22T10:00:00Z"}`)
@@ -207,6 +209,7 @@ func writeTemp(t *testing.T, content string) string {
 }
 
 func TestSignAndVerifyMatchOpenSSLVectors(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join("..", "internal", "signature", "testdata")
 	want := "MTM0MjUzZDYwZGI3OGRmYTRiMjE1OTk1YmY1YjlhMTE3MzY3MTc1MDRjMWQ4OGI2MTdlYjEwYjJmOGY0ZGI2Yg==" // openssl, see testdata/README.md
 	out, err := exec.Command(binary, "sign", "--secret-file", filepath.Join(dir, "secret1.txt"), filepath.Join(dir, "body1.json")).Output()
@@ -236,6 +239,7 @@ func TestSignAndVerifyMatchOpenSSLVectors(t *testing.T) {
 }
 
 func TestHealthcheckCommand(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{})
 	d := startDaemon(t, s.addr, s.env)
 	if err := exec.Command(binary, "healthcheck", "--admin", d.admin).Run(); err != nil {
@@ -316,6 +320,7 @@ func holdsConn(t *testing.T, pid int, conn net.Conn) bool {
 }
 
 func TestSIGTERMDuringAFetchLeavesAResumableCheckpoint(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{Faults: lookupsim.Faults{SlowPage: 80 * time.Millisecond}})
 	s.env["BATCHHOOK_PAGE_LIMIT"] = "25"
 	d := startDaemon(t, s.addr, s.env)

@@ -95,6 +95,7 @@ func readDayFiles(t *testing.T, root string) []payLine {
 // acknowledged event is in the day file exactly once, in seq order, with
 // its body's sha256 and compacted body.
 func TestPaymentDayFileAfterKillsBetweenAckAndDelivery(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{})
 	s.env["BATCHHOOK_PAYMENTS_SIGNING_SECRET"] = crashPaySecret
 	s.env["BATCHHOOK_LOG_LEVEL"] = "info"

@@ -45,6 +45,7 @@ func postPayment(t *testing.T, addr string, body []byte, secret, attempt string)
 // the batch secret refused, a non-object quarantined, and the CLI shows
 // the log without a body.
 func TestPaymentsWebhookEndToEnd(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{})
 	payFile := filepath.Join(t.TempDir(), "payments-secret")
 	if err := os.WriteFile(payFile, []byte(e2ePaySecret+"\n"), 0o600); err != nil {

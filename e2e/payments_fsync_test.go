@@ -68,6 +68,7 @@ func waitLog(t *testing.T, d *daemonProc, re *regexp.Regexp, timeout time.Durati
 // rewritten (a new inode, written and synced: see sink/filesink): an fsync
 // of the file whose fsync failed proves nothing.
 func TestPaymentDayFileFsyncFailure(t *testing.T) {
+	t.Parallel()
 	s, d := paymentsSetup(t)
 	day := filesink.DayOf(time.Now())
 	if code, r := postPaymentQuiet(s.addr, e2ePaySecret, paymentBody("fsync-1"), 1); code != 200 || r["result"] != "accepted" {

@@ -66,6 +66,7 @@ func ephemeralLow() int {
 }
 
 func TestFreePortIsBelowTheEphemeralRange(t *testing.T) {
+	t.Parallel()
 	lo := ephemeralLow()
 	seen := map[string]bool{}
 	for range 50 {

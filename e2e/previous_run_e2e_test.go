@@ -91,6 +91,7 @@ func checkClean(t *testing.T, d *daemonProc, after string) {
 // unclean exit, when the killed run started (gauge 1); the next clean stop
 // and start are quiet again.
 func TestPreviousRunFailedAfterAKill(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{})
 	s.env["BATCHHOOK_FETCH_WORKERS"] = "0"
 	d := startDaemon(t, s.addr, s.env)
@@ -117,6 +118,7 @@ func TestPreviousRunFailedAfterAKill(t *testing.T) {
 // the daemon exits non-zero, and its next start names the failed commit
 // and the full disk, when it failed (gauge 1).
 func TestPreviousRunFailedAfterAFailedCommit(t *testing.T) {
+	t.Parallel()
 	s, d := quietSetup(t)
 	tr := attachStrace(t, d.cmd.Process.Pid, "pwrite64:error=ENOSPC")
 	before := time.Now()

@@ -15,6 +15,7 @@ import (
 // warnings (still 200: webhooks are still recorded) and in the metrics;
 // the poll's error names the URL it asked for.
 func TestWrongBaseURLIsNamedAndShown(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{})
 	s.env["BATCHHOOK_API_BASE_URL"] = s.sim.URL() + "/api/v1"
 	d := startDaemon(t, s.addr, s.env)

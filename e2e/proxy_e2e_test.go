@@ -12,6 +12,7 @@ import (
 // forged delivery through a trusted proxy (loopback) is logged with the
 // sender the proxy names; a bad value stops the start naming the variable.
 func TestTrustedProxiesNameTheSenderInTheLog(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{})
 	s.env["BATCHHOOK_TRUSTED_PROXIES"] = "127.0.0.1/32"
 	d := startDaemon(t, s.addr, s.env)

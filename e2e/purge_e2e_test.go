@@ -17,6 +17,7 @@ import (
 // 2 s EXPORT_RETENTION: the export is deleted by the purger, the batch is
 // listed as purged, and a replay of its notification is a duplicate.
 func TestExportPurgedAfterRetentionStaysKnown(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{})
 	s.env["BATCHHOOK_EXPORT_RETENTION"] = "2s"
 	s.env["BATCHHOOK_PURGE_INTERVAL"] = "200ms"
@@ -81,6 +82,7 @@ func TestExportPurgedAfterRetentionStaysKnown(t *testing.T) {
 // committed while the export is still on disk. The real binary's pass at
 // start deletes it.
 func TestStartFinishesAPurgeACrashInterrupted(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{})
 	data := s.env["BATCHHOOK_DATA_DIR"]
 	st, err := store.Open(data, time.Second)

@@ -17,6 +17,7 @@ import (
 // the id, refuses an ambiguous one saying how many match, and ends with
 // the next step (track the batch).
 func TestQuarantineShowByPrefixWithNextStep(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{})
 	payFile := filepath.Join(t.TempDir(), "payments-secret")
 	if err := os.WriteFile(payFile, []byte(e2ePaySecret+"\n"), 0o600); err != nil {

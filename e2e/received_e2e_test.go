@@ -13,6 +13,7 @@ import (
 // not come, never shows received_at as 0001-01-01: the CLI table shows "-",
 // show has a submitted/tracked row instead, the JSON omits the field.
 func TestSubmittedAndTrackedBatchesShowNoZeroReceivedTime(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{ProcessingDelay: time.Hour})
 	d := startDaemon(t, s.addr, s.env)
 	if out, errOut, code := cli(t, d, "", "track", "b_elsewhere1"); code != 0 {

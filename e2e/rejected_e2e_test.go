@@ -37,6 +37,7 @@ func postRaw(t *testing.T, addr string, body []byte, sig string) int {
 // named. The body never reaches the log, and a flood of forged requests is
 // kept only as far as the log sampler lets its lines through.
 func TestRejectedDeliveriesAreKeptAndVerifiable(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{})
 	s.env["BATCHHOOK_REJECTED_KEEP"] = "1000"
 	d := startDaemon(t, s.addr, s.env)

@@ -66,6 +66,7 @@ func firstLine(s string) string {
 }
 
 func TestRestoreRefusesATargetWithoutADatabase(t *testing.T) {
+	t.Parallel()
 	backup, want := newDatabase(t, t.TempDir())
 	wd := t.TempDir()
 	path := []string{"PATH=" + os.Getenv("PATH")}

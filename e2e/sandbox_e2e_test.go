@@ -83,6 +83,7 @@ func runSandbox(t *testing.T, env []string, args ...string) (string, string, int
 }
 
 func TestSandboxCLIEndToEnd(t *testing.T) {
+	t.Parallel()
 	hookURL, hooks, rejected := paymentReceiver(t)
 	sim, err := lookupsim.New(lookupsim.Options{
 		APIKey: e2eKey, SigningSecret: []byte(e2eSecret),
@@ -252,6 +253,7 @@ func TestSandboxCLIEndToEnd(t *testing.T) {
 // the provider's bytes. It runs once the payments endpoint is in the
 // build; before, the daemon does not serve it.
 func TestSandboxCLIToDaemon(t *testing.T) {
+	t.Parallel()
 	addr := freePort(t)
 	sim, err := lookupsim.New(lookupsim.Options{
 		APIKey: e2eKey, SigningSecret: []byte(e2eSecret), WebhookURL: "http://" + addr + e2ePath,

@@ -182,6 +182,7 @@ func metricValue(t *testing.T, d *daemonProc, series string) float64 {
 }
 
 func TestHTTPSinkDeliversSignedPartsInOrder(t *testing.T) {
+	t.Parallel()
 	// The simulator caps a batch at 1,000 CPFs (the provider's limit), so
 	// parts of 400 items play 2,500 items in parts of 1,000:
 	// 1,000 items make 3 parts, the last one short; 800 fill 2 exactly.
@@ -277,6 +278,7 @@ func TestHTTPSinkDeliversSignedPartsInOrder(t *testing.T) {
 // before part 2 was sent, so it is not sent again; part 2 is sent again,
 // byte-identical, and the batch is delivered whole.
 func TestHTTPSinkResumesAfterSIGKILLMidPart(t *testing.T) {
+	t.Parallel()
 	const maxItems = 400
 	var (
 		mu       sync.Mutex
@@ -375,6 +377,7 @@ func TestHTTPSinkResumesAfterSIGKILLMidPart(t *testing.T) {
 // the copy is what the simulator served. The script also sees only the
 // documented environment.
 func TestExecSinkWithoutFileRemovesTheExport(t *testing.T) {
+	t.Parallel()
 	copies := t.TempDir()
 	script := filepath.Join(t.TempDir(), "copy.sh")
 	const body = "#!/bin/sh\nset -eu\n" +

@@ -91,6 +91,7 @@ func soakHTTPAnswer(ctx context.Context, _ demo.Message) int {
 }
 
 func TestSinksSoakKillsAndSinkFaults(t *testing.T) {
+	t.Parallel()
 	srv := natsServer(t)
 	nc, js := natsJS(t, srv.ClientURL())
 	stream, err := js.CreateStream(context.Background(), jetstream.StreamConfig{Name: "RESULTS", Subjects: []string{e2eSubject},

@@ -31,6 +31,7 @@ import (
 var soakFor = flag.Duration("soak", 6*time.Second, "how long the soak keeps killing the daemon")
 
 func TestSoakKillsFaultsAndReplays(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{
 		Outcome:         lookupsim.Cycle("completed", "partial", "expired", "failed", "completed"),
 		ProcessingDelay: 30 * time.Millisecond,

@@ -83,6 +83,7 @@ func stderrLine(t *testing.T, stderr string, want ...string) {
 // TestWritableDataDirIsRefusedOrRepaired: the start-up check of the data
 // directory's mode.
 func TestWritableDataDirIsRefusedOrRepaired(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	if err := os.Chmod(data, 0o777); err != nil {
 		t.Fatal(err)
@@ -109,6 +110,7 @@ func TestWritableDataDirIsRefusedOrRepaired(t *testing.T) {
 // TestBaseURLCredentialsAreRefusedUnprinted: a base URL with credentials
 // in it stops the start, and the credentials are not printed.
 func TestBaseURLCredentialsAreRefusedUnprinted(t *testing.T) {
+	t.Parallel()
 	for _, u := range []string{"http://user:Pa55Xy9q@127.0.0.1:1", "http://user:Pa55Xy9q@[::1"} {
 		code, stderr, stdout := runServe(t, []string{binary, "serve"}, map[string]string{"BATCHHOOK_API_BASE_URL": u})
 		if code != 2 {
@@ -128,6 +130,7 @@ func TestBaseURLCredentialsAreRefusedUnprinted(t *testing.T) {
 // on SIGHUP (the old secret stays); a secret file others can read is
 // accepted with a warning.
 func TestOversizedSecretFilesAreRefused(t *testing.T) {
+	t.Parallel()
 	big := writeTemp(t, strings.Repeat("s", 4097))
 	paths := []string{big}
 	if os.Getenv("BATCHHOOK_TEST_SKIP_DEV_ZERO") == "" { // set only to run this test against an unfixed binary
@@ -189,6 +192,7 @@ func withLocalhostElsewhere(t *testing.T, argv ...string) []string {
 // interface: the daemon refuses to start. The bench refuses such a target
 // too.
 func TestAdminLoopbackIsJudgedOnTheBoundAddress(t *testing.T) {
+	t.Parallel()
 	argv := withLocalhostElsewhere(t, binary, "serve")
 	code, stderr, stdout := runServe(t, argv, map[string]string{"BATCHHOOK_ADMIN_ADDR": "localhost:0"})
 	if code == 0 {
@@ -210,6 +214,7 @@ func TestAdminLoopbackIsJudgedOnTheBoundAddress(t *testing.T) {
 // TestSignRefusesAnOversizedSecretFile: the CLI reads secret files with the
 // daemon's rule, cap included.
 func TestSignRefusesAnOversizedSecretFile(t *testing.T) {
+	t.Parallel()
 	paths := []string{writeTemp(t, strings.Repeat("s", 4097))}
 	if os.Getenv("BATCHHOOK_TEST_SKIP_DEV_ZERO") == "" {
 		paths = append(paths, "/dev/zero")

@@ -14,6 +14,7 @@ import (
 )
 
 func TestSubmitDryRunValidatesAndSplitsWithoutADaemon(t *testing.T) {
+	t.Parallel()
 	path, valid, invalid := cpfFile(t, 2345, 7)
 	// No daemon: an admin URL nobody listens on would fail any request.
 	env := map[string]string{"BATCHHOOK_ADMIN_URL": "http://127.0.0.1:1"}
@@ -54,6 +55,7 @@ func TestSubmitDryRunValidatesAndSplitsWithoutADaemon(t *testing.T) {
 }
 
 func TestSubmitDryRunSaysOneCPFInTheSingular(t *testing.T) {
+	t.Parallel()
 	one := filepath.Join(t.TempDir(), "one.txt")
 	if err := os.WriteFile(one, []byte(lookupsim.SampleCPFs(1, 3)[0]+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -66,6 +68,7 @@ func TestSubmitDryRunSaysOneCPFInTheSingular(t *testing.T) {
 }
 
 func TestMissingFileAndUnknownSubcommandsAreUsageErrors(t *testing.T) {
+	t.Parallel()
 	if _, stderr, code := runWithEnv(t, nil, "submit", "--dry-run"); code != 2 || !strings.Contains(stderr, "Usage") {
 		t.Errorf("submit without FILE: exit %d, want 2 with the usage:\n%s", code, stderr)
 	}

@@ -98,6 +98,7 @@ func runCLIWith(t *testing.T, d *daemonProc, token string, timeout time.Duration
 // notification and enforces the limits, is exported batch by batch, by
 // polling, each batch once, nothing submitted twice and no limit hit.
 func TestSubmitWithNotificationsOffExportsEveryBatchByPolling(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{ProcessingDelay: 300 * time.Millisecond, SubmitPerMinute: 10, MaxInFlight: 2,
 		Faults: lookupsim.Faults{DropNotifications: true}})
 	s.env["BATCHHOOK_MAX_IN_FLIGHT"] = "2"
@@ -170,6 +171,7 @@ func TestSubmitWithNotificationsOffExportsEveryBatchByPolling(t *testing.T) {
 // TestNotificationAfterPollIsADuplicate: the poll queued the batch first;
 // the provider's late notification changes nothing.
 func TestNotificationAfterPollIsADuplicate(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{ProcessingDelay: 100 * time.Millisecond, Faults: lookupsim.Faults{DropNotifications: true}})
 	s.env["BATCHHOOK_RECONCILE_AFTER"] = "100ms"
 	d := startDaemon(t, s.addr, s.env)
@@ -198,6 +200,7 @@ func TestNotificationAfterPollIsADuplicate(t *testing.T) {
 // submitted batch is exported from its webhook (accepted, not a
 // duplicate) and never polled.
 func TestNotificationBeforePollQueuesSubmittedBatch(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{})
 	s.env["BATCHHOOK_RECONCILE_AFTER"] = "1h"
 	d := startDaemon(t, s.addr, s.env)
@@ -256,6 +259,7 @@ func hangingProvider(t *testing.T) string {
 // a submission request is in flight: after the restart that chunk is
 // submit_unknown, logged and listed, and never sent; the next chunk is.
 func TestCrashWhileSendingLeavesSubmitUnknown(t *testing.T) {
+	t.Parallel()
 	hanging := hangingProvider(t) // bound first: newSetup's free port must not be this one
 	s := newSetup(t, lookupsim.Options{})
 	env := map[string]string{}
@@ -306,6 +310,7 @@ func TestCrashWhileSendingLeavesSubmitUnknown(t *testing.T) {
 // could not be sent yet (the provider unreachable); after the restart it is
 // submitted, once.
 func TestCrashBeforeSendingSubmitsOnce(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{})
 	env := map[string]string{}
 	for k, v := range s.env {
@@ -357,6 +362,7 @@ func waitUntil(t *testing.T, timeout time.Duration, ok func() bool, msg string) 
 // TestSubmitCSVStrict: --column reads a CSV column, and --strict stores
 // nothing when a line is invalid, naming the line, masked.
 func TestSubmitCSVStrict(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{})
 	d := startDaemon(t, s.addr, s.env)
 	good := lookupsim.SampleCPFs(2, 9)
@@ -386,6 +392,7 @@ func TestSubmitCSVStrict(t *testing.T) {
 // notification is lost, is tracked, polled and exported; its pending CPFs
 // are resubmitted once, and a second resubmit is refused.
 func TestTrackAndResubmitThroughTheCLI(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{ProcessingDelay: 100 * time.Millisecond, Outcome: lookupsim.Cycle("expired"),
 		Faults: lookupsim.Faults{DropNotifications: true}})
 	d := startDaemon(t, s.addr, s.env)

@@ -19,6 +19,7 @@ import (
 )
 
 func TestSubmitSaysWhyItWaitsAndWhenItEnds(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{})
 	s.env["BATCHHOOK_SUBMIT_PER_MINUTE"] = "1"
 	d := startDaemon(t, s.addr, s.env)

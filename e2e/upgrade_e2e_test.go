@@ -22,6 +22,7 @@ var layoutV1IDs = []string{"b_00000000000000000c03", "b_000000000000000000a1", "
 // lists them in their old order with a new batch first, and shows each
 // record as it was; a second start moves nothing.
 func TestUpgradeMovesAnEarlierDatabase(t *testing.T) {
+	t.Parallel()
 	s := newSetup(t, lookupsim.Options{})
 	old, err := os.ReadFile("testdata/layout-v1.db")
 	if err != nil {
