@@ -20,9 +20,10 @@ func bashComplete(t *testing.T, script string, words ...string) []string {
 	for _, w := range words {
 		quoted = append(quoted, "'"+w+"'")
 	}
-	prog := "source " + script + "\nCOMP_WORDS=(" + strings.Join(quoted, " ") + ")\nCOMP_CWORD=" +
+	// The script's path is bash's $1, so no character of it is shell syntax.
+	prog := "source \"$1\"\nCOMP_WORDS=(" + strings.Join(quoted, " ") + ")\nCOMP_CWORD=" +
 		strconv.Itoa(len(words)-1) + "\n_batchhook\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n"
-	cmd := exec.Command("bash", "--norc", "--noprofile", "-c", prog)
+	cmd := exec.Command("bash", "--norc", "--noprofile", "-c", prog, "bash", script)
 	cmd.Dir = t.TempDir()
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -86,7 +86,8 @@ func flagSet(name string) bool {
 // keeps the process id, so signals the tests send reach the binary itself.
 // Race reports still print: the runtime reports a race when it sees it.
 func writeRaceLauncher(path, real string) error {
-	script := "#!/bin/sh\nGORACE=\"atexit_sleep_ms=0 ${GORACE:-}\" exec " + real + " \"$@\"\n"
+	quoted := "'" + strings.ReplaceAll(real, "'", `'\''`) + "'"
+	script := "#!/bin/sh\nGORACE=\"atexit_sleep_ms=0 ${GORACE:-}\" exec " + quoted + " \"$@\"\n"
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		return fmt.Errorf("write race launcher: %w", err)
 	}

@@ -67,6 +67,12 @@ func (m goMem) inUse() int64 { return m.heapInUse + m.stackInUse }
 func goMemory(t *testing.T, admin string) goMem {
 	t.Helper()
 	_, body := get(t, admin+"/metrics", "")
+	return parseGoMemory(t, body)
+}
+
+// parseGoMemory takes the Go runtime's figures out of a /metrics body.
+func parseGoMemory(t *testing.T, body string) goMem {
+	t.Helper()
 	var m goMem
 	for name, dst := range map[string]*int64{"go_memstats_heap_inuse_bytes": &m.heapInUse, "go_memstats_stack_inuse_bytes": &m.stackInUse, "go_goroutines": &m.goroutines} {
 		found := regexp.MustCompile(`(?m)^` + name + ` (\S+)$`).FindStringSubmatch(body)
@@ -228,6 +234,9 @@ func TestSlowBodiesKeepMemoryBoundedAndGenuineDeliveriesFast(t *testing.T) {
 	// Let the handlers reach their wait; the reading peaks here.
 	time.Sleep(500 * time.Millisecond)
 	took := genuine("b_during_attack")
+	if took > time.Second {
+		t.Errorf("a genuine delivery took %s under the attack; want < 1 s", took)
+	}
 	during := procStatus(t, pid, "VmRSS")
 	// Where the memory is, for the figure in docs/performance.md; and MEMORY_LIMIT's
 	// default reached the runtime.
@@ -242,7 +251,7 @@ func TestSlowBodiesKeepMemoryBoundedAndGenuineDeliveriesFast(t *testing.T) {
 			}
 		}
 	}
-	duringGo := goMemory(t, d.admin)
+	duringGo := parseGoMemory(t, m)
 	perConn := (procStatus(t, pid, "VmHWM") - base) / int64(conns)
 	if !long {
 		perConn = (duringGo.inUse() - baseGo.inUse()) / int64(conns)
@@ -268,9 +277,6 @@ func TestSlowBodiesKeepMemoryBoundedAndGenuineDeliveriesFast(t *testing.T) {
 		t.Logf("%d slow bodies opened in %s: Go heap+stacks in use %d MiB before, %d MiB during (%d KiB a connection), goroutines %d, %d, %d; genuine delivery answered in %s",
 			conns, opened.Round(time.Millisecond), baseGo.inUse()>>20, duringGo.inUse()>>20, perConn>>10,
 			baseGo.goroutines, duringGo.goroutines, now.goroutines, took.Round(time.Millisecond))
-		if took > time.Second {
-			t.Errorf("a genuine delivery took %s under the attack; want < 1 s", took)
-		}
 		// The budget itself (200 MB for 6,000), not the long form's 28 KiB
 		// of RSS: the heap in use counts garbage not yet collected.
 		const budget = 200_000_000 / 6000
@@ -307,9 +313,6 @@ func TestSlowBodiesKeepMemoryBoundedAndGenuineDeliveriesFast(t *testing.T) {
 	t.Logf("%d slow bodies opened in %s: RSS %d MiB before, %d MiB during (peak %d MiB, %d KiB a connection), %d MiB once timed out, %d MiB %s later; genuine delivery answered in %s",
 		conns, opened.Round(time.Millisecond), base>>20, during>>20, peak>>20, perConn>>10, closed>>20, after>>20,
 		time.Since(back).Round(time.Second), took.Round(time.Millisecond))
-	if took > time.Second {
-		t.Errorf("a genuine delivery took %s under the attack; want < 1 s", took)
-	}
 	if perConn > 28<<10 {
 		t.Errorf("each slow connection costs %d KiB of RSS; want < 28 KiB (6,000 must fit in 200 MB)", perConn>>10)
 	}
