@@ -12,9 +12,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"runtime"
-	"runtime/debug"
 	"strings"
+
+	"github.com/batchhook/batchhook/internal/buildinfo"
 )
 
 // Env is what main hands to a command: the standard streams and the
@@ -153,16 +153,6 @@ func versionCmd(_ context.Context, _ []string, e Env) int {
 }
 
 func versionLine() string {
-	version, commit := "(devel)", "unknown"
-	if info, ok := debug.ReadBuildInfo(); ok {
-		if info.Main.Version != "" {
-			version = info.Main.Version
-		}
-		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" {
-				commit = s.Value
-			}
-		}
-	}
-	return fmt.Sprintf("batchhook %s commit %s %s", version, commit, runtime.Version())
+	b := buildinfo.Read()
+	return fmt.Sprintf("batchhook %s commit %s %s", b.Version, b.Commit, b.Go)
 }

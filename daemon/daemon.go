@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/batchhook/batchhook/internal/buildinfo"
+
 	"github.com/rs/zerolog"
 
 	"github.com/batchhook/batchhook/admin"
@@ -106,6 +108,9 @@ type Daemon struct {
 	ended          atomic.Bool
 	// startErr is the error Start failed with, for the run marker.
 	startErr error
+	// build is the binary's version, commit and Go release, for the
+	// started line and batchhook_build_info.
+	build buildinfo.Info
 
 	stopOnce sync.Once
 	stopErr  error
@@ -113,7 +118,7 @@ type Daemon struct {
 
 // New returns a daemon for cfg; Start runs it.
 func New(cfg config.Config, log zerolog.Logger) *Daemon {
-	d := &Daemon{cfg: cfg, log: log, fatal: make(chan error, 1), payments: cfg.PaymentsEnabled()}
+	d := &Daemon{cfg: cfg, log: log, fatal: make(chan error, 1), payments: cfg.PaymentsEnabled(), build: buildinfo.Read()}
 	d.makeSinks = func(c config.Config, key func() []byte) (map[string]sink.Sink, error) {
 		return buildSinks(c, key, func(name string) (string, error) { return d.store.StableID(name) }, log)
 	}
@@ -175,6 +180,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	d.metrics.InitSinks(deliverySinks(cfg))
 	d.metrics.Init(metricLabels())
 	d.metrics.PreviousRun(d.previousFailed)
+	d.metrics.BuildInfo(d.build)
 	disp, err := d.dispatcher()
 	if err != nil {
 		return err
@@ -278,7 +284,9 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		go func() { d.paymentsErr <- pdisp.Run(pctx) }()
 	}
 
-	d.log.Info().Str("component", "daemon").Str("event", "started").Str("listen_addr", d.addr.String()).
+	d.log.Info().Str("component", "daemon").Str("event", "started").
+		Str("version", d.build.Version).Str("commit", d.build.Commit).Str("go", d.build.Go).
+		Str("listen_addr", d.addr.String()).
 		Str("admin_addr", d.adminAddr.String()).Bool("admin_token", len(cfg.AdminToken) > 0).
 		Str("webhook_path", cfg.WebhookPath).Str("data_dir", absPath(cfg.DataDir)).Str("export_dir", d.exports.Root()).
 		Str("api_base_url", cfg.APIBaseURL).Int("fetch_workers", cfg.FetchWorkers).

@@ -13,6 +13,7 @@ func (d *Daemon) paymentsWebhook() *receiver.PaymentOptions {
 	if !d.cfg.PaymentsEnabled() {
 		return nil
 	}
+	obs.Served()
 	return &receiver.PaymentOptions{
 		Path: d.cfg.PaymentsWebhookPath, Secret: d.secrets.current("PAYMENTS_SIGNING_SECRET"),
 		DedupFields: d.cfg.PaymentsDedupPaths(), Store: d.store, Observer: obs,

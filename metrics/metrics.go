@@ -46,6 +46,8 @@ type Metrics struct {
 	sinkDeliveries  *prometheus.CounterVec
 	purged          *prometheus.CounterVec
 	collector       *stateCollector
+	now             func() time.Time
+	last            *lastAccepted
 }
 
 // New registers every collector, the Go runtime and process collectors
@@ -55,7 +57,7 @@ func New(states States, now func() time.Time) *Metrics {
 		reg: prometheus.NewRegistry(),
 		webhookRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "batchhook_webhook_requests_total",
-			Help: "Webhook requests by outcome (accepted, duplicate, ignored, unauthorized, invalid, too_large, unsupported, error).",
+			Help: "Webhook listener requests by outcome (accepted, duplicate, ignored, unauthorized, invalid, too_large, unsupported, method_not_allowed, error; not_found: a path the listener does not serve).",
 		}, []string{"outcome"}),
 		webhookAck: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "batchhook_webhook_ack_seconds",
@@ -103,10 +105,12 @@ func New(states States, now func() time.Time) *Metrics {
 			Help: "Personal data deleted by the purger, by kind (export, record, quarantine, audit, chunk_cpfs, payment_body, payment_day_file).",
 		}, []string{"kind"}),
 		collector: &stateCollector{states: states, now: now},
+		now:       now,
+		last:      &lastAccepted{start: now()},
 	}
 	m.reg.MustRegister(m.webhookRequests, m.webhookAck, m.fetchPages, m.fetchErrors, m.exportItems,
 		m.batchesFinished, m.reloads, m.submissions, m.reconciled, m.logLinesDropped, m.sinkDeliveries, m.purged, m.collector,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		lastAcceptedCollector{m.last}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
@@ -142,11 +146,27 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// WebhookHandled counts one webhook request and its reply time.
+// WebhookHandled counts one webhook listener request and its reply time,
+// and notes the time of an accepted one. A request to a path the listener
+// does not serve (not_found) is counted, not timed: no handler ran, and a
+// sender posting to the wrong URL must not make the reply times look fast.
 func (m *Metrics) WebhookHandled(outcome string, took time.Duration) {
 	m.webhookRequests.WithLabelValues(outcome).Inc()
+	switch outcome {
+	case OutcomeNotFound:
+		return
+	case outcomeAccepted:
+		m.last.accepted(ProductBatch, m.now())
+	}
 	m.webhookAck.Observe(took.Seconds())
 }
+
+// The outcomes WebhookHandled treats apart; the receiver names the same
+// (receiver.Outcomes).
+const (
+	OutcomeNotFound = "not_found"
+	outcomeAccepted = "accepted"
+)
 
 // PageFetched counts one staged page.
 func (m *Metrics) PageFetched() { m.fetchPages.Inc() }

@@ -10,6 +10,8 @@ import (
 // implements receiver.PaymentObserver.
 type PaymentCounters struct {
 	events *prometheus.CounterVec
+	now    func() time.Time
+	last   *lastAccepted
 }
 
 // Payments registers batchhook_payment_events_total in m's registry with
@@ -19,7 +21,7 @@ func (m *Metrics) Payments(outcomes []string) *PaymentCounters {
 	c := &PaymentCounters{events: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "batchhook_payment_events_total",
 		Help: "Payments webhook requests by outcome (accepted, duplicate, unauthorized, invalid, too_large, unsupported, method_not_allowed, error).",
-	}, []string{"outcome"})}
+	}, []string{"outcome"}), now: m.now, last: m.last}
 	for _, o := range outcomes {
 		c.events.WithLabelValues(o)
 	}
@@ -27,7 +29,15 @@ func (m *Metrics) Payments(outcomes []string) *PaymentCounters {
 	return c
 }
 
-// PaymentHandled counts one payments webhook request.
+// Served says the payments webhook is served: its
+// batchhook_last_accepted_timestamp_seconds series appears.
+func (c *PaymentCounters) Served() { c.last.paymentsOn.Store(true) }
+
+// PaymentHandled counts one payments webhook request and notes the time
+// of an accepted one.
 func (c *PaymentCounters) PaymentHandled(outcome string, _ time.Duration) {
 	c.events.WithLabelValues(outcome).Inc()
+	if outcome == outcomeAccepted {
+		c.last.accepted(ProductPayments, c.now())
+	}
 }

@@ -36,6 +36,9 @@ const (
 	eventRejected   = "webhook_rejected"
 	eventTooLarge   = "webhook_too_large"
 	eventReadFailed = "webhook_read_failed"
+	// eventUnknownPath is a request to a path the listener does not
+	// serve: most often the provider registered with the wrong URL.
+	eventUnknownPath = "webhook_unknown_path"
 )
 
 // Outcomes reported to the Observer.
@@ -45,6 +48,7 @@ const (
 	outcomeTooLarge     = "too_large"
 	outcomeUnsupported  = "unsupported"
 	outcomeMethod       = "method_not_allowed"
+	outcomeNotFound     = "not_found"
 	outcomeError        = "error"
 )
 

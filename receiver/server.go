@@ -17,6 +17,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/batchhook/batchhook/internal/netval"
+
 	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
 
@@ -110,7 +112,8 @@ type Options struct {
 
 // Observer receives one call per webhook request. The outcomes are
 // accepted, duplicate, ignored, unauthorized, invalid, too_large,
-// unsupported, method_not_allowed and error.
+// unsupported, method_not_allowed and error, and not_found for a request
+// to a path the listener does not serve (its took is 0: no handler ran).
 type Observer interface {
 	WebhookHandled(outcome string, took time.Duration)
 }
@@ -173,7 +176,7 @@ func New(opts Options) (*Server, error) {
 		bufs: newBuffers(opts.MaxBodyBytes + 1), unknownSlots: make(chan struct{}, unknownLengthSlots),
 		clientIP: clientIP(opts.TrustedProxies), sigHeader: http.CanonicalHeaderKey(signature.Header),
 	}
-	for _, event := range []string{eventRejected, eventTooLarge, eventReadFailed, eventPaymentRejected} {
+	for _, event := range []string{eventRejected, eventTooLarge, eventReadFailed, eventPaymentRejected, eventUnknownPath} {
 		l := sampler.Logger(opts.Logger, event)
 		s.strangers[event] = &l
 	}
@@ -237,6 +240,10 @@ func (s *Server) Serve(ln net.Listener) {
 func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
 
 // handleError turns routing errors (404, 405) into the JSON error shape.
+// A 404 is a request to a path the listener does not serve: it is
+// counted (not_found) and logged, sampled, as webhook_unknown_path with
+// the method, the path (capped, CPF-shaped digits masked) and the sender,
+// so a provider registered with the wrong URL leaves a trace.
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
@@ -248,6 +255,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		switch code {
 		case http.StatusNotFound:
 			reason = "not_found"
+			s.unknownPath(c.Request())
 		case http.StatusMethodNotAllowed:
 			reason = "method_not_allowed"
 		default:
@@ -255,4 +263,20 @@ func (s *Server) handleError(err error, c echo.Context) {
 		}
 	}
 	_ = c.JSON(code, map[string]string{"error": reason})
+}
+
+// unknownPath counts and logs a request to a path the listener does not
+// serve. The path is the sender's choice: capped and scrubbed like every
+// value from the network (netval); the query is left out, since a
+// misconfigured sender may put secrets or personal data there.
+func (s *Server) unknownPath(req *http.Request) {
+	s.opts.Observer.WebhookHandled(outcomeNotFound, 0)
+	remote, proxy := s.remoteAddr(req)
+	e := s.strangers[eventUnknownPath].Warn().Str("event", eventUnknownPath).
+		Str("method", netval.Text(req.Method, netval.Header)).Str("path", netval.Text(req.URL.Path, netval.Path)).
+		Str("remote_addr", remote)
+	if proxy != "" {
+		e = e.Str("proxy_addr", proxy)
+	}
+	e.Str("webhook_path", s.opts.Path).Msg("request to a path this listener does not serve; is the provider's webhook URL right?")
 }
