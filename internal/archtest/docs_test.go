@@ -33,7 +33,9 @@ func docPages(t *testing.T) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := []string{"README.md"}
+	// README first (the shell test reads the pages after it), then the
+	// other pages at the root a newcomer opens.
+	out := []string{"README.md", "CHANGELOG.md", "SECURITY.md"}
 	for _, p := range pages {
 		out = append(out, "docs/"+filepath.Base(p))
 	}

@@ -228,6 +228,11 @@ func shellProblems(cmds []shellCommand) []string {
 				}
 			}
 		}
+		for _, w := range c.words {
+			if strings.Contains(w, "$(go env GOBIN):") {
+				problems = append(problems, where+": `$(go env GOBIN):` is an empty PATH entry when GOBIN is unset (Go's default), and an empty entry puts the current directory on PATH, first")
+			}
+		}
 		switch {
 		case prog == "batchhook" || prog == "lookupsim":
 			if !installed[prog] && !installed["..."] {
@@ -291,6 +296,7 @@ func TestShellProblemsCatchesWhatNewUsersHit(t *testing.T) {
 		{"```sh\nbatchhook batches list\n```\n```sh\ngo install ./cmd/batchhook\n```\n", "batchhook is called before README installs it"},
 		{"```sh\n./bin/lookupsim -api-key k \\\n  -secret-file s > log 2>&1 & echo $! > pid\n```\n", "./bin/lookupsim is called before README builds it"},
 		{"```sh\ngo build -o ./bin/ ./cmd/lookupsim\n./bin/batchhook serve\n```\n", "./bin/batchhook is called before README builds it"},
+		{"```sh\nexport PATH=\"$(go env GOBIN):$(go env GOPATH)/bin:$PATH\"\n```\n", "empty PATH entry"},
 	} {
 		cmds, err := readmeShellCommands(tc.doc)
 		if err != nil {
