@@ -104,6 +104,22 @@ type Options struct {
 	Rejected RejectedLog
 }
 
+// The reasons of a 401, in {"error":…}: no bearer token came, or one came
+// that is not the daemon's. The CLI says what to fix from them.
+const (
+	ReasonTokenMissing  = "token_missing"
+	ReasonTokenMismatch = "token_mismatch"
+)
+
+// APIHeader is set, to APIName, on every reply of the admin API, errors
+// and unknown paths included: a 404 without it comes from something else
+// (the webhook listener's 404s have the same JSON shape), which the CLI
+// then says instead of "no such batch".
+const (
+	APIHeader = "Batchhook-Api"
+	APIName   = "admin"
+)
+
 // strangerBurst is how many lines a second strangers can cause here.
 const strangerBurst = 20
 
@@ -133,6 +149,12 @@ func New(o Options) (*Server, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
+	e.Pre(func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			c.Response().Header().Set(APIHeader, APIName)
+			return next(c)
+		}
+	})
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	g := authRoutes{e, s.auth}
@@ -191,15 +213,23 @@ func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			return next(c)
 		}
-		got, ok := bearerDigest(c.Request().Header.Get("Authorization"))
+		got, sent := bearerDigest(c.Request().Header.Get("Authorization"))
 		token = tokenDigest(token) // both sides 32 bytes: the compare cannot leak the length
-		if !ok || subtle.ConstantTimeCompare([]byte(got), token) != 1 {
-			s.unauthorizedLog.Warn().Str("event", "admin_unauthorized").Str("remote_addr", c.Request().RemoteAddr).
-				Str("url_path", netval.Text(c.Request().URL.Path, netval.Path)).Msg("admin request without a valid token")
-			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="batchhook"`)
-			return fail(c, http.StatusUnauthorized, "unauthorized")
+		if sent && subtle.ConstantTimeCompare([]byte(got), token) == 1 {
+			return next(c)
 		}
-		return next(c)
+		// Which of the two tells the caller only what it sent, and says
+		// what to fix: a client without the token, or one whose token
+		// differs from the daemon's. The header follows RFC 6750 3.1: no
+		// error code when no credentials came.
+		reason, challenge := ReasonTokenMissing, `Bearer realm="batchhook"`
+		if sent {
+			reason, challenge = ReasonTokenMismatch, `Bearer realm="batchhook", error="invalid_token"`
+		}
+		s.unauthorizedLog.Warn().Str("event", "admin_unauthorized").Str("reason", reason).Str("remote_addr", c.Request().RemoteAddr).
+			Str("url_path", netval.Text(c.Request().URL.Path, netval.Path)).Msg("admin request without a valid token")
+		c.Response().Header().Set("WWW-Authenticate", challenge)
+		return fail(c, http.StatusUnauthorized, reason)
 	}
 }
 

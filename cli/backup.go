@@ -135,14 +135,8 @@ func (c *adminClient) download(ctx context.Context, path string, w io.Writer) er
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		var e struct {
-			Error string `json:"error"`
-		}
-		_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&e)
-		if e.Error == "" {
-			e.Error = http.StatusText(resp.StatusCode)
-		}
-		return &apiError{status: resp.StatusCode, reason: e.Error}
+		reply, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+		return c.replyError(http.MethodGet, path, resp, reply)
 	}
 	n, err := io.Copy(w, resp.Body)
 	if err != nil {

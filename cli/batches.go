@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batchhook/batchhook/admin"
+	"github.com/batchhook/batchhook/daemon"
 )
 
 const batchesUsage = `Usage:
@@ -37,7 +38,8 @@ func batchesCmd(ctx context.Context, args []string, e Env) int {
 	state := fs.String("state", "", "only batches in this state (submitted, tracked, queued, fetching, exported, abandoned, purged)")
 	limit := fs.Int("limit", 50, "batches per page (1 to 1000)")
 	cursor := fs.String("cursor", "", "next_cursor of a previous page")
-	sinkName := fs.String("sink", "", "redeliver: the sink to deliver to again (http, exec, …)")
+	sinkChoices := strings.Join(daemon.DeliverySinkNames(), ", ")
+	sinkName := fs.String("sink", "", "redeliver: the sink to deliver to again ("+sinkChoices+")")
 	pos, err := parseArgs(fs, args[1:])
 	if err != nil {
 		return 2
@@ -64,6 +66,10 @@ func batchesCmd(ctx context.Context, args []string, e Env) int {
 		raw, err = c.do(ctx, http.MethodPost, "/admin/batches/"+url.PathEscape(pos[0])+"/refetch")
 	case sub == "redeliver" && len(pos) == 1 && *sinkName != "":
 		raw, err = c.do(ctx, http.MethodPost, "/admin/batches/"+url.PathEscape(pos[0])+"/redeliver?"+url.Values{"sink": {*sinkName}}.Encode())
+	case sub == "redeliver" && *sinkName == "":
+		fmt.Fprintf(stderr, "batchhook batches redeliver: --sink is required: the sink to deliver to again, one of %s "+
+			"that the daemon's BATCHHOOK_SINKS names (batchhook batches show ID lists the batch's deliveries)\n%s", sinkChoices, batchesUsage)
+		return 2
 	default:
 		fmt.Fprintf(stderr, "batchhook batches: bad arguments\n%s", batchesUsage)
 		return 2

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
+	"github.com/batchhook/batchhook/admin"
 	"github.com/batchhook/batchhook/config"
 )
 
@@ -36,11 +38,13 @@ func newAdminClient(admin string) (*adminClient, error) {
 }
 
 // apiError is a non-2xx reply of the admin API; body is the reply, for
-// the routes that answer an error with details (a 422 intake).
+// the routes that answer an error with details (a 422 intake). tokenSent
+// says whether the request carried a token, for explain's advice on a 401.
 type apiError struct {
-	status int
-	reason string
-	body   []byte
+	status    int
+	reason    string
+	body      []byte
+	tokenSent bool
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("admin API: HTTP %d: %s", e.status, e.reason) }
@@ -73,16 +77,44 @@ func (c *adminClient) send(ctx context.Context, method, path, contentType string
 		return nil, fmt.Errorf("read admin API reply: %w", err)
 	}
 	if resp.StatusCode/100 != 2 {
-		var e struct {
-			Error string `json:"error"`
-		}
-		_ = json.Unmarshal(reply, &e)
-		if e.Error == "" {
-			e.Error = http.StatusText(resp.StatusCode)
-		}
-		return nil, &apiError{resp.StatusCode, e.Error, reply}
+		return nil, c.replyError(method, path, resp, reply)
 	}
 	return reply, nil
+}
+
+// replyError turns a non-2xx reply to method path into an apiError, or
+// into a notAdminError when a 404 lacks the header every reply of the
+// admin API carries: then --admin points at something else (the webhook
+// listener answers 404 to /admin/… with the same JSON shape), and "no such
+// batch" would send the operator looking for the wrong thing.
+func (c *adminClient) replyError(method, path string, resp *http.Response, reply []byte) error {
+	if resp.StatusCode == http.StatusNotFound && resp.Header.Get(admin.APIHeader) != admin.APIName {
+		return &notAdminError{base: c.base, method: method, path: path}
+	}
+	var e struct {
+		Error string `json:"error"`
+	}
+	_ = json.Unmarshal(reply, &e)
+	if e.Error == "" {
+		e.Error = http.StatusText(resp.StatusCode)
+	}
+	return &apiError{status: resp.StatusCode, reason: e.Error, body: reply, tokenSent: len(c.token) > 0}
+}
+
+// notAdminError is a 404 from something that is not batchhook's admin API.
+type notAdminError struct {
+	base, method, path string
+}
+
+func (e *notAdminError) Error() string {
+	base := e.base
+	if u, err := url.Parse(base); err == nil {
+		base = u.Redacted() // a password in the URL never reaches the message
+	}
+	path, _, _ := strings.Cut(e.path, "?")
+	return fmt.Sprintf("%s does not look like batchhook's admin API (%s %s answered 404 without the admin API's %s header); "+
+		"is --admin (or BATCHHOOK_ADMIN_URL) the admin listener, the daemon's BATCHHOOK_ADMIN_ADDR, and not the webhook listener?",
+		base, e.method, path, admin.APIHeader)
 }
 
 func printJSON(w io.Writer, raw []byte) error {
@@ -101,7 +133,7 @@ func explain(err error) error {
 	if errors.As(err, &ae) {
 		switch ae.status {
 		case http.StatusUnauthorized:
-			return fmt.Errorf("%w (set BATCHHOOK_ADMIN_TOKEN or BATCHHOOK_ADMIN_TOKEN_FILE)", err)
+			return fmt.Errorf("%w (%s)", err, tokenAdvice(ae))
 		case http.StatusNotFound:
 			return fmt.Errorf("%w (no such batch or entry)", err)
 		case http.StatusConflict:
@@ -114,6 +146,20 @@ func explain(err error) error {
 		}
 	}
 	return err
+}
+
+// tokenAdvice says what to fix after a 401, from the admin API's reason
+// and whether the CLI sent a token (a daemon older than the two reasons
+// answers "unauthorized" to both).
+func tokenAdvice(ae *apiError) string {
+	switch {
+	case ae.reason == admin.ReasonTokenMismatch || (ae.reason != admin.ReasonTokenMissing && ae.tokenSent):
+		return "the admin API refused the token: the CLI's BATCHHOOK_ADMIN_TOKEN (or BATCHHOOK_ADMIN_TOKEN_FILE) differs from the daemon's"
+	case ae.tokenSent:
+		return "the CLI sent BATCHHOOK_ADMIN_TOKEN but the admin API got no token: does something between them (a proxy) drop the Authorization header?"
+	default:
+		return "the admin API needs a token: set BATCHHOOK_ADMIN_TOKEN or BATCHHOOK_ADMIN_TOKEN_FILE for the CLI too, to the daemon's token"
+	}
 }
 
 func exitOf(err error, stderr io.Writer) int {

@@ -89,8 +89,12 @@ func TestDeliveryCommands(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "409") || !strings.Contains(errOut, "not configured") {
 		t.Fatalf("redeliver to an unconfigured sink = %d %s", code, errOut)
 	}
-	if _, _, code = runIn(t, batchesCmd, "redeliver", "b1", "--admin", base); code != 2 {
-		t.Fatalf("redeliver without --sink = %d, want 2", code)
+	// A missing --sink names the flag and the sinks it can be, not "bad
+	// arguments".
+	if _, errOut, code = runIn(t, batchesCmd, "redeliver", "b1", "--admin", base); code != 2 ||
+		!strings.Contains(errOut, "--sink is required") || !strings.Contains(errOut, "one of http, exec, kafka, nats") ||
+		strings.Contains(errOut, "bad arguments") {
+		t.Fatalf("redeliver without --sink = %d %s, want 2 naming --sink and its choices", code, errOut)
 	}
 }
 

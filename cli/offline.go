@@ -131,9 +131,25 @@ func compactCmd(_ context.Context, args []string, e Env) int {
 	if res.Kept != "" {
 		fmt.Fprintf(stdout, "previous database kept as %s\n", res.Kept)
 	}
-	fmt.Fprintf(stdout, "compacted %s: %d bytes before, %d after (%.1f%%)\n", dir, res.Before, res.After,
-		100*float64(res.After)/float64(max(res.Before, 1)))
+	fmt.Fprintf(stdout, "compacted %s: %d bytes before, %d after (%s)\n", dir, res.Before, res.After, compactGain(res.Before, res.After))
 	return 0
+}
+
+// compactGain says what a compaction's sizes mean. The new file is not
+// always smaller: bbolt grows a new file in steps that double while it is
+// small, so a small database with few free pages (one restored from a
+// backup is exactly its pages long) can come out a step larger, and a
+// ratio over 100% would read as if something had gone wrong.
+func compactGain(before, after int64) string {
+	switch {
+	case after < before:
+		return fmt.Sprintf("%d bytes freed, %.1f%% of the size before", before-after, 100*float64(after)/float64(before))
+	case after == before:
+		return "the same size: no free pages to give back"
+	default:
+		return fmt.Sprintf("%d bytes larger: bbolt grows a new file in steps that double while it is small, so a small database "+
+			"with few free pages can come out a step larger; nothing is lost, and compact gives space back after a large purge", after-before)
+	}
 }
 
 func reportLeftovers(w io.Writer, removed []string) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batchhook/batchhook/admin"
+	"github.com/batchhook/batchhook/store"
 )
 
 const paymentsUsage = `Usage:
@@ -120,7 +121,19 @@ func printPayment(w io.Writer, p admin.PaymentEventView) {
 	tw = tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(tw, "SINK\tSTATE\tATTEMPTS\tLAST ERROR")
 	for _, d := range p.Deliveries {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", d.Sink, d.State, d.Attempts, oneLine(d.LastError, 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Sink, d.State, paymentAttempts(d), oneLine(d.LastError, 60))
 	}
 	tw.Flush()
+}
+
+// paymentAttempts is the ATTEMPTS cell of one sink's delivery of an event.
+// A sink's place in the payment log is a cursor: attempts are counted
+// only for the event at its head (pending) and kept for one it refused
+// (failed); once an event is delivered the count is reset for the next
+// one, so none is known, and "0" would say it was never tried.
+func paymentAttempts(d store.PaymentDelivery) string {
+	if d.State == store.DeliveryDelivered {
+		return "-"
+	}
+	return strconv.Itoa(d.Attempts)
 }

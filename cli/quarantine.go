@@ -73,8 +73,8 @@ func quarantineCmd(ctx context.Context, args []string, e Env) int {
 		}
 		fmt.Fprintf(tw, "id:\t%s\nproduct:\t%s\nreason:\t%s\nreceived:\t%s\ndelivery attempt:\t%d\n", e.ID, e.Product,
 			e.Reason, e.ReceivedAt.UTC().Format(time.RFC3339), e.Attempt)
-		if e.BatchID != "" {
-			fmt.Fprintf(tw, "batch id:\t%s\n", e.BatchID)
+		if e.Product != "payments" {
+			fmt.Fprintf(tw, "batch id:\t%s\n", orDash(e.BatchID))
 		}
 		fmt.Fprintf(tw, "body:\t%s\n", body)
 		tw.Flush()
@@ -105,10 +105,13 @@ func quarantineNextStep(product, batchID string) string {
 			"A payment event cannot be fetched by id: once the sender is fixed, the next retry is logged like any other " +
 			"(batchhook payments list); if batchhook's check is what is wrong, fix it and the retries are accepted."
 	}
-	id := batchID
-	if id == "" {
-		id = "BATCH_ID"
+	if batchID == "" {
+		// Nothing to name in a track: the body's batch_id was missing,
+		// unreadable or unsafe, and a guess would track the wrong batch.
+		return "the provider retries this for ever and each retry lands here again (kept once). " +
+			"Its body has no batch_id batchhook could read safely, so there is no batch to track from here: " +
+			"once the sender (or batchhook, if its check is wrong) is fixed, the next retry is accepted like any other notification."
 	}
 	return "the provider retries this for ever; after fixing the sender (or batchhook, if its check is wrong), " +
-		"`batchhook track " + id + "` fetches the batch by polling the provider, without waiting for a valid notification."
+		"`batchhook track " + batchID + "` fetches the batch by polling the provider, without waiting for a valid notification."
 }

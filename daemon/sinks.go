@@ -84,6 +84,18 @@ func SinkRules() []config.SinkRule {
 	return out
 }
 
+// DeliverySinkNames are the sinks a batch's export can be delivered (and
+// redelivered) to: every sink but file, which is the export itself.
+func DeliverySinkNames() []string {
+	var out []string
+	for _, k := range sinkKinds {
+		if k.New != nil {
+			out = append(out, k.Name)
+		}
+	}
+	return out
+}
+
 // kindOf returns the registry entry of a sink name Validate accepted.
 func kindOf(name string) (sinkKind, bool) {
 	for _, k := range sinkKinds {

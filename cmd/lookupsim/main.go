@@ -126,7 +126,27 @@ func parseFlags(args []string, stderr io.Writer) (lookupsim.Options, string, err
 		}
 		*f.dst = secret
 	}
+	if err := requireFlags(o); err != nil {
+		return o, "", err
+	}
 	return o, *addr, nil
+}
+
+// requireFlags checks what lookupsim.New requires in the words of the
+// command line: New's own errors name the Go fields (APIKey), which a user
+// of this command never sees.
+func requireFlags(o lookupsim.Options) error {
+	switch {
+	case o.APIKey == "":
+		return errors.New("-api-key is required: the Bearer key clients must send (batchhook sends BATCHHOOK_API_KEY)")
+	case o.WebhookURL != "" && len(o.SigningSecret) == 0:
+		return errors.New("-secret-file is required with -webhook-url: the file holding the secret that signs webhooks (batchhook's BATCHHOOK_SIGNING_SECRET)")
+	case o.PaymentsWebhookURL != "" && len(o.PaymentsSigningSecret) == 0:
+		return errors.New("-payments-secret-file is required with -payments-webhook-url")
+	case (o.GatewayAuthHeader == "") != (len(o.GatewayAuthValue) == 0):
+		return errors.New("-gateway-auth-header and -gateway-auth-value-file go together")
+	}
+	return nil
 }
 
 // limitFlag maps the flags' "0 disables" to the package's Unlimited.
