@@ -1,5 +1,6 @@
 // Package config loads and validates batchhook's settings from the process
-// environment (prefix BATCHHOOK_) once, at start. It is a leaf: it imports no
+// environment (prefix BATCHHOOK_), over an optional env file (ReadEnvFile),
+// once, at start. It is a leaf: it imports no
 // other batchhook package, and it is the only package that knows envconfig.
 //
 // Every error names the variable at fault, so a daemon that refuses to start
@@ -167,6 +168,17 @@ type Config struct {
 // directories (checkDirs). The error names the first variable at fault.
 func Load(sinks []SinkRule) (*Config, error) {
 	return load(sinks, env{})
+}
+
+// LoadWithFile is Load with the variables of an env file (ReadEnvFile)
+// beneath the process environment: a variable set in both takes the
+// environment's value.
+func LoadWithFile(sinks []SinkRule, file *EnvFile) (*Config, error) {
+	e := env{}
+	if file != nil {
+		e.file = file.Vars
+	}
+	return load(sinks, e)
 }
 
 func load(sinks []SinkRule, e env) (*Config, error) {
