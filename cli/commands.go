@@ -15,7 +15,8 @@ var adminWords = []string{"admin", "json"}
 // serve, the daemon's start, is handed in by the program's main package.
 func commands(serve RunFunc) []Command {
 	cmds := []Command{
-		{Name: "serve", Synopsis: "serve", Summary: `run the daemon (BATCHHOOK_* variables; docs/configuration.md)`, Run: serve},
+		{Name: "serve", Synopsis: "serve [--env-file FILE]", Summary: `run the daemon (BATCHHOOK_* variables; docs/configuration.md)`,
+			Run: serve, Flags: []string{"env-file"}},
 		{Name: "config", Synopsis: "config check", Summary: "validate the configuration and print it (secrets as fingerprints)",
 			Run: configCmd, Subs: []string{"check"}, Flags: []string{"json"}},
 		{Name: "demo", Synopsis: "demo", Summary: "the whole pipeline on loopback against the simulator", Run: demoCmd,

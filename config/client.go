@@ -28,7 +28,7 @@ func LoadClient() (Client, error) {
 		return c, fmt.Errorf("%s: %q must be an http(s) URL%s", Var("ADMIN_URL"), c.AdminURL, schemeHint(c.AdminURL))
 	}
 	file := os.Getenv(Var("ADMIN_TOKEN_FILE"))
-	tok, err := loadSecret("ADMIN_TOKEN", file, nil)
+	tok, err := loadSecret(os.LookupEnv, "ADMIN_TOKEN", file, nil)
 	if err != nil {
 		return c, err
 	}

@@ -1,5 +1,6 @@
 // Package config loads and validates batchhook's settings from the process
-// environment (prefix BATCHHOOK_) once, at start. It is a leaf: it imports no
+// environment (prefix BATCHHOOK_), over an optional env file (ReadEnvFile),
+// once, at start. It is a leaf: it imports no
 // other batchhook package, and it is the only package that knows envconfig.
 //
 // Every error names the variable at fault, so a daemon that refuses to start
@@ -12,7 +13,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -167,20 +167,36 @@ type Config struct {
 // validates the result and checks the modes of the data and export
 // directories (checkDirs). The error names the first variable at fault.
 func Load(sinks []SinkRule) (*Config, error) {
+	return load(sinks, env{})
+}
+
+// LoadWithFile is Load with the variables of an env file (ReadEnvFile)
+// beneath the process environment: a variable set in both takes the
+// environment's value.
+func LoadWithFile(sinks []SinkRule, file *EnvFile) (*Config, error) {
+	e := env{}
+	if file != nil {
+		e.file = file.Vars
+	}
+	return load(sinks, e)
+}
+
+func load(sinks []SinkRule, e env) (*Config, error) {
 	var c Config
-	if err := readEnv(&c); err != nil {
+	if err := readEnv(&c, e); err != nil {
 		return nil, err
 	}
 	if lvl, ok := ParseLogLevel(c.LogLevel); ok {
 		c.LogLevel = lvl
 	}
-	if err := c.loadSecrets(); err != nil {
+	if err := c.loadSecrets(e); err != nil {
 		return nil, err
 	}
 	if c.ExportDir == "" {
 		c.ExportDir = filepath.Join(c.DataDir, "exports")
 	}
-	if err := c.Validate(sinks); err != nil {
+	names := e.names()
+	if err := c.validate(sinks, names); err != nil {
 		return nil, err
 	}
 	if err := c.checkDirs(); err != nil {
@@ -189,7 +205,7 @@ func Load(sinks []SinkRule) (*Config, error) {
 	if w := baseURLWarning(c.APIBaseURL); w != nil {
 		c.Warnings = append(c.Warnings, *w)
 	}
-	c.Warnings = append(c.Warnings, unknownVariables(os.Environ())...)
+	c.Warnings = append(c.Warnings, unknownVariables(names)...)
 	c.Warnings = append(c.Warnings, c.limitWarnings()...)
 	return &c, nil
 }
@@ -201,14 +217,18 @@ func Var(name string) string { return Prefix + "_" + name }
 // Validate checks every setting and names the variable of the first one
 // that is wrong; sinks are the sinks batchhook has (daemon.SinkRules).
 // The demo, which builds a Config in code, calls it too.
-func (c *Config) Validate(sinks []SinkRule) error {
+func (c *Config) Validate(sinks []SinkRule) error { return c.validate(sinks, nil) }
+
+// validate is Validate; set names the variables the environment sets,
+// for the hints of missingRequired.
+func (c *Config) validate(sinks []SinkRule, set []string) error {
 	if _, _, err := net.SplitHostPort(c.ListenAddr); err != nil {
 		return fmt.Errorf("%s: %q is not host:port: %w", Var("LISTEN_ADDR"), c.ListenAddr, err)
 	}
 	if !strings.HasPrefix(c.WebhookPath, "/") || strings.ContainsAny(c.WebhookPath, "?#*: ") {
 		return fmt.Errorf("%s: %q must be a plain path starting with /", Var("WEBHOOK_PATH"), c.WebhookPath)
 	}
-	if err := c.missingRequired(); err != nil {
+	if err := c.missingRequired(set); err != nil {
 		return err
 	}
 	adminHost, _, err := net.SplitHostPort(c.AdminAddr)
@@ -278,24 +298,32 @@ func (c *Config) Validate(sinks []SinkRule) error {
 }
 
 // missingRequired reports every required setting left unset or empty in
-// one error, so that a first start names all of them at once.
-func (c *Config) missingRequired() error {
-	var missing []string
+// one error, so that a first start names all of them at once. When a
+// variable in set looks meant for a missing one (a misspelling, or the
+// name without the BATCHHOOK_ prefix), the error says which.
+func (c *Config) missingRequired(set []string) error {
+	type need struct{ names, hint string }
+	var missing []need
 	for _, s := range Secrets {
 		if s.Required && len(s.Value(c)) == 0 {
-			missing = append(missing, Var(s.Name)+" or "+Var(s.Name+"_FILE"))
+			missing = append(missing, need{Var(s.Name) + " or " + Var(s.Name+"_FILE"),
+				meantFor(set, Var(s.Name), Var(s.Name+"_FILE"))})
 		}
 	}
 	if c.APIBaseURL == "" {
-		missing = append(missing, Var("API_BASE_URL"))
+		missing = append(missing, need{Var("API_BASE_URL"), meantFor(set, Var("API_BASE_URL"))})
 	}
 	switch len(missing) {
 	case 0:
 		return nil
 	case 1:
-		return fmt.Errorf("%s: required, and must not be empty", missing[0])
+		return fmt.Errorf("%s: required, and must not be empty%s", missing[0].names, missing[0].hint)
 	}
-	return fmt.Errorf("required, and must not be empty: %s", strings.Join(missing, "; "))
+	list := make([]string, len(missing))
+	for i, m := range missing {
+		list[i] = m.names + m.hint
+	}
+	return fmt.Errorf("required, and must not be empty: %s", strings.Join(list, "; "))
 }
 
 func validLevel(s string) bool { _, ok := ParseLogLevel(s); return ok }

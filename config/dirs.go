@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"syscall"
 )
 
 // Warning is something Load accepted but the operator should know about:
@@ -24,16 +26,17 @@ type Warning struct {
 // directory to 0700 instead and records a Warning. A directory that does
 // not exist yet is created 0700 later (store, export).
 func (c *Config) checkDirs() error {
-	for _, d := range []struct{ name, path string }{{"DATA_DIR", c.DataDir}, {"EXPORT_DIR", c.ExportDir}} {
+	exportVar, _ := c.ExportDirVar()
+	for _, d := range []struct{ name, path string }{{"DATA_DIR", c.DataDir}, {exportVar, c.ExportDir}} {
 		st, err := os.Stat(d.path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %w", Var(d.name), err)
+			return fmt.Errorf("%s: %w; %s", Var(d.name), err, DirFix(err))
 		}
 		if !st.IsDir() {
-			return fmt.Errorf("%s: %s is not a directory", Var(d.name), d.path)
+			return fmt.Errorf("%s: %s is not a directory; %s", Var(d.name), d.path, DirFix(syscall.ENOTDIR))
 		}
 		mode := st.Mode().Perm()
 		if mode&0o022 == 0 {
@@ -50,4 +53,31 @@ func (c *Config) checkDirs() error {
 			Message: "the directory was writable by group or others; its mode is now 0700 (BATCHHOOK_REPAIR_PERMISSIONS)"})
 	}
 	return nil
+}
+
+// ExportDirVar names the variable to change when the export directory
+// cannot be used, and that variable's path: EXPORT_DIR when it is set to a
+// directory of its own, DATA_DIR when it is the default below the data
+// directory, which is all the operator wrote.
+func (c *Config) ExportDirVar() (name, path string) {
+	if filepath.Clean(c.ExportDir) == filepath.Join(c.DataDir, "exports") {
+		return "DATA_DIR", c.DataDir
+	}
+	return "EXPORT_DIR", c.ExportDir
+}
+
+// DirFix says how to fix a directory the daemon cannot stat, create or
+// write, from the error it got.
+func DirFix(err error) string {
+	switch {
+	case errors.Is(err, fs.ErrPermission):
+		return "the user batchhook runs as must own it and be able to read and write it (chmod 0700)"
+	case errors.Is(err, syscall.EROFS):
+		return "it is on a read-only file system; choose a writable path"
+	case errors.Is(err, syscall.ENOTDIR), errors.Is(err, fs.ErrExist):
+		return "a file is in the way; move it, or choose another path"
+	case errors.Is(err, fs.ErrNotExist):
+		return "its parent directory does not exist; create it, or choose another path"
+	}
+	return "choose a directory batchhook can create and write"
 }

@@ -50,7 +50,7 @@ func LoadGateway() (Gateway, error) {
 		*v.dst = strings.TrimRight(raw, "/")
 	}
 	g.AuthHeader = os.Getenv(Var("GATEWAY_AUTH_HEADER"))
-	value, err := loadSecret("GATEWAY_AUTH_VALUE", os.Getenv(Var("GATEWAY_AUTH_VALUE_FILE")), nil)
+	value, err := loadSecret(os.LookupEnv, "GATEWAY_AUTH_VALUE", os.Getenv(Var("GATEWAY_AUTH_VALUE_FILE")), nil)
 	if err != nil {
 		return g, err
 	}

@@ -3,7 +3,6 @@ package config
 import (
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -41,12 +40,12 @@ func envVars() []envVar {
 // two differences an operator sees: durations also accept whole days
 // ("7d"), and every value that does not parse is reported, not only the
 // first.
-func readEnv(c *Config) error {
+func readEnv(c *Config, e env) error {
 	v := reflect.ValueOf(c).Elem()
 	var errs []error
 	for _, ev := range envVars() {
 		sf, _ := v.Type().FieldByName(ev.Field)
-		value, set := os.LookupEnv(ev.Key)
+		value, set := e.lookup(ev.Key)
 		def, hasDef := sf.Tag.Lookup("default")
 		if !set && !hasDef {
 			continue

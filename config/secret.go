@@ -44,13 +44,14 @@ func (s Secret) Fingerprint() string {
 // must fail at once instead of growing memory.
 const MaxSecretBytes = 4 << 10
 
-// loadSecret reads BATCHHOOK_<name> or the file named by BATCHHOOK_<name>_FILE.
+// loadSecret reads BATCHHOOK_<name> (through lookup) or the file named by
+// BATCHHOOK_<name>_FILE.
 // Setting both is an error. The value is used byte for byte (never
 // trimmed); from a file, one final line ending (\n or \r\n) is dropped
 // because editors add one. A file that group or others can read adds a
 // Warning to warns (when warns is not nil).
-func loadSecret(name, file string, warns *[]Warning) (Secret, error) {
-	value, set := os.LookupEnv(Var(name))
+func loadSecret(lookup func(string) (string, bool), name, file string, warns *[]Warning) (Secret, error) {
+	value, set := lookup(Var(name))
 	if set && file != "" {
 		return nil, fmt.Errorf("%s and %s: set only one of them", Var(name), Var(name+"_FILE"))
 	}

@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"os"
 	"reflect"
 )
 
@@ -63,14 +62,14 @@ func (s SecretVar) File(c *Config) string {
 
 // loadSecrets reads every secret of Secrets into c, in order; the error
 // names the variable at fault.
-func (c *Config) loadSecrets() error {
+func (c *Config) loadSecrets(e env) error {
 	v := reflect.ValueOf(c).Elem()
 	for _, s := range Secrets {
-		val, err := loadSecret(s.Name, s.File(c), &c.Warnings)
+		val, err := loadSecret(e.lookup, s.Name, s.File(c), &c.Warnings)
 		if err != nil {
 			return err
 		}
-		if _, set := os.LookupEnv(Var(s.Name)); set && len(val) == 0 && s.EmptyFix != "" {
+		if _, set := e.lookup(Var(s.Name)); set && len(val) == 0 && s.EmptyFix != "" {
 			return fmt.Errorf("%s: set but empty; %s", Var(s.Name), s.EmptyFix)
 		}
 		v.FieldByName(s.Field).Set(reflect.ValueOf(val))

@@ -116,3 +116,30 @@ func (c *Config) limitWarnings() []Warning {
 	}
 	return out
 }
+
+// meantFor returns " (X is set: did you mean T?)" for each variable X in
+// set that looks meant for one of targets, the names of a missing required
+// setting, else "". A name looks meant for T when Suggest, which warns of
+// unknown variables, would name T for it, or when it is T without the
+// BATCHHOOK_ prefix (any case). Only names are shown, never a value.
+func meantFor(set []string, targets ...string) string {
+	known := KnownVariables()
+	var hints []string
+	for _, name := range set {
+		if slices.Contains(known, name) {
+			continue // a variable of ours, set on purpose
+		}
+		full := name
+		if !strings.HasPrefix(strings.ToUpper(name), Prefix+"_") {
+			full = Var(name)
+		}
+		guess := Suggest(full, known)
+		if slices.Contains(targets, guess) {
+			hints = append(hints, name+" is set: did you mean "+guess+"?")
+		}
+	}
+	if len(hints) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(hints, "; ") + ")"
+}

@@ -171,7 +171,10 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 			Msg("the provider may have accepted this chunk; it is not sent again automatically (see docs/operations.md, submit_unknown)")
 	}
 	if d.exports, err = export.New(cfg.ExportDir); err != nil {
-		return dirError("EXPORT_DIR", cfg.ExportDir, err)
+		// The wrapped error shows the export path; the variable is the one
+		// the operator set (DATA_DIR when the exports are its default).
+		name, path := cfg.ExportDirVar()
+		return dirError(name, path, err)
 	}
 	if err := d.recoverExports(); err != nil {
 		return err

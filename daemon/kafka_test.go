@@ -2,6 +2,9 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -10,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/batchhook/batchhook/config"
+	"github.com/batchhook/batchhook/internal/testutil"
 	"github.com/batchhook/batchhook/lookupsim"
 	"github.com/batchhook/batchhook/store"
 )
@@ -91,5 +95,38 @@ func TestKafkaUnreachableBrokerDoesNotStopTheStart(t *testing.T) {
 	defer s.Close()
 	if again, err := s.StableID(kafkaTxnIDName); err != nil || again != first {
 		t.Fatalf("transactional id after restart %q %v, want %q", again, err, first)
+	}
+}
+
+// TestKafkaUnreachableAtStartIsAWarning: brokers that do not answer at
+// start are logged as kafka_unreachable (sink and error), and the sink is
+// still made.
+func TestKafkaUnreachableAtStartIsAWarning(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	cfg := config.Defaults()
+	cfg.Sinks, cfg.KafkaBrokers, cfg.KafkaTransactionalID = "kafka", closed, "batchhook-test"
+	var logs testutil.SyncBuffer
+	m, err := buildSinks(cfg, nil, nil, zerolog.New(&logs))
+	if err != nil || m["kafka"] == nil {
+		t.Fatalf("buildSinks with a closed broker port: %v %v", m, err)
+	}
+	if c, ok := m["kafka"].(io.Closer); ok {
+		defer c.Close()
+	}
+	var line map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var e map[string]any
+		if json.Unmarshal([]byte(l), &e) == nil && e["event"] == "kafka_unreachable" {
+			line = e
+		}
+	}
+	if line == nil || line["level"] != "warn" || line["sink"] != "kafka" || line["component"] != "sink" ||
+		!strings.Contains(fmt.Sprint(line["error"]), closed) {
+		t.Fatalf("no kafka_unreachable warning naming the broker:\n%s", logs.String())
 	}
 }

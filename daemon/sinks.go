@@ -30,6 +30,11 @@ var ErrSinkConfig = errors.New("sink configuration")
 // that does not answer in time only delays the start by this much.
 const natsCheckTimeout = 5 * time.Second
 
+// kafkaCheckTimeout bounds the start-up check of the kafka sink's brokers
+// the same way: long enough for a broker on another host to answer, short
+// enough not to hold the start up.
+const kafkaCheckTimeout = 5 * time.Second
+
 // sinkKind is one sink batchhook can deliver to. sinkKinds is the
 // registry: config's validation (SinkRules), the daemon's wiring, the
 // store's outboxes, the metrics' labels and the payment delivery all read
@@ -201,6 +206,14 @@ func newKafkaSink(cfg config.Config, env sinkEnv) (sink.Sink, error) {
 			v = config.Var("KAFKA_TLS_CA_FILE")
 		}
 		return nil, fmt.Errorf("%s: %w", v, err)
+	}
+	// Only a warning, like nats_unreachable: a broker that is down at start
+	// may be up by the first delivery, which retries anyway.
+	ctx, cancel := context.WithTimeout(context.Background(), kafkaCheckTimeout)
+	defer cancel()
+	if err := s.Check(ctx); err != nil {
+		env.log.Warn().Str("component", "sink").Str("sink", "kafka").Str("event", "kafka_unreachable").
+			Str("error", err.Error()).Msg("no Kafka broker answered at start; deliveries retry until one does")
 	}
 	return s, nil
 }

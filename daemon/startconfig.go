@@ -19,7 +19,7 @@ var ErrDirConfig = errors.New("directory not usable")
 
 // dirError names the variable of a directory the daemon could not open
 // (an unwritable, read-only or misplaced DATA_DIR or EXPORT_DIR) and
-// marks it ErrDirConfig; any other error (a locked or damaged database)
+// marks it ErrDirConfig, with the fix; any other error (a locked or damaged database)
 // is returned unchanged.
 func dirError(name, path string, err error) error {
 	if errors.Is(err, store.ErrLocked) {
@@ -27,7 +27,7 @@ func dirError(name, path string, err error) error {
 	}
 	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.ENOTDIR) ||
 		errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("%w: %s (%s) cannot be created or written: %w", ErrDirConfig, config.Var(name), path, err)
+		return fmt.Errorf("%w: %s (%s) cannot be created or written: %w; %s", ErrDirConfig, config.Var(name), path, err, config.DirFix(err))
 	}
 	return err
 }

@@ -115,10 +115,11 @@ func startDaemon(t *testing.T, addr string, env map[string]string) *daemonProc {
 	return startBinary(t, binary, addr, env)
 }
 
-// startBinary is startDaemon for another build of the binary.
-func startBinary(t *testing.T, bin, addr string, env map[string]string) *daemonProc {
+// startBinary is startDaemon for another build of the binary; args
+// follow "serve".
+func startBinary(t *testing.T, bin, addr string, env map[string]string, args ...string) *daemonProc {
 	t.Helper()
-	cmd := exec.Command(bin, "serve")
+	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "BATCHHOOK_LISTEN_ADDR=" + addr, "BATCHHOOK_ADMIN_ADDR=127.0.0.1:0"}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)

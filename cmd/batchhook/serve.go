@@ -15,12 +15,16 @@ import (
 	"github.com/batchhook/batchhook/internal/memreclaim"
 )
 
-const serveUsageHead = `Usage: batchhook serve
+const serveUsageHead = `Usage: batchhook serve [--env-file FILE]
 
-Runs the daemon until SIGINT or SIGTERM (a second one exits at once). It
-takes no flags: every setting is an environment variable, listed below with
-its default (docs/configuration.md says what each does). SIGHUP re-reads
-the secrets. Logs are JSON lines on stdout.
+Runs the daemon until SIGINT or SIGTERM (a second one exits at once). Every
+setting is an environment variable, listed below with its default
+(docs/configuration.md says what each does). SIGHUP re-reads the secrets.
+Logs are JSON lines on stdout.
+
+  --env-file FILE  also read variables from FILE, in the syntax of systemd's
+                   EnvironmentFile= (NAME=VALUE lines, # or ; comments,
+                   optional quotes); a variable set in the environment wins
 
 Environment:
 `
@@ -38,17 +42,50 @@ func serveUsage() string {
 	return b.String()
 }
 
+// serveArgs reads serve's arguments: --env-file FILE (or
+// --env-file=FILE), or a request for help.
+func serveArgs(args []string) (envFile string, help bool, err error) {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "-h" || a == "--help" || a == "help":
+			return "", true, nil
+		case a == "--env-file" || a == "-env-file":
+			if i+1 >= len(args) || args[i+1] == "" {
+				return "", false, errors.New("--env-file needs a file")
+			}
+			i++
+			envFile = args[i]
+		case strings.HasPrefix(a, "--env-file=") || strings.HasPrefix(a, "-env-file="):
+			_, envFile, _ = strings.Cut(a, "=")
+			if envFile == "" {
+				return "", false, errors.New("--env-file needs a file")
+			}
+		default:
+			return "", false, fmt.Errorf("unexpected argument %q", a)
+		}
+	}
+	return envFile, false, nil
+}
+
 func serve(ctx context.Context, args []string, e cli.Env) int {
 	stdout, stderr := e.Stdout, e.Stderr
-	if len(args) > 0 {
-		if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-			fmt.Fprint(stdout, serveUsage())
-			return 0
-		}
-		fmt.Fprintf(stderr, "batchhook serve: unexpected argument %q\n%s", args[0], serveUsage())
+	envFile, help, err := serveArgs(args)
+	switch {
+	case help:
+		fmt.Fprint(stdout, serveUsage())
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "batchhook serve: %v\n%s", err, serveUsage())
 		return 2
 	}
-	cfg, err := config.Load(daemon.SinkRules())
+	var file *config.EnvFile
+	if envFile != "" {
+		if file, err = config.ReadEnvFile(envFile); err != nil {
+			fmt.Fprintf(stderr, "batchhook: configuration: %v\n", err)
+			return 2
+		}
+	}
+	cfg, err := config.LoadWithFile(daemon.SinkRules(), file)
 	if err != nil {
 		fmt.Fprintf(stderr, "batchhook: configuration: %v\n", err)
 		return 2
