@@ -18,7 +18,7 @@ func commands(serve RunFunc) []Command {
 		{Name: "serve", Synopsis: "serve [--env-file FILE]", Summary: `run the daemon (BATCHHOOK_* variables; docs/configuration.md)`,
 			Run: serve, Flags: []string{"env-file"}},
 		{Name: "config", Synopsis: "config check", Summary: "validate the configuration and print it (secrets as fingerprints)",
-			Run: configCmd, Subs: []string{"check"}, Flags: []string{"json"}},
+			Run: configCmd, Subs: []string{"check"}, Flags: []string{"env-file", "json"}},
 		{Name: "demo", Synopsis: "demo", Summary: "the whole pipeline on loopback against the simulator", Run: demoCmd,
 			Flags: []string{"cpfs", "keep", "payments", "sink", "timeout"}},
 		{Name: "batches", Synopsis: "batches list|show|refetch|redeliver", Summary: "inspect batches, refetch or redeliver one (admin API)",

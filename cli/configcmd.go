@@ -11,7 +11,7 @@ import (
 )
 
 const configUsage = `Usage:
-  batchhook config check [--json]
+  batchhook config check [--json] [--env-file FILE]
 
 Loads and validates the daemon's configuration from the BATCHHOOK_*
 variables exactly as "batchhook serve" does, without opening the database
@@ -19,7 +19,8 @@ or binding a port, and prints the effective value of every variable (a
 secret only as the fingerprint the started line logs), then the warnings
 the daemon would log at start. Exit status: 0 when serve would accept the
 configuration, 2 with the error (one line on stderr) when it would refuse
-it. Like serve, it sets a group-writable data directory to 0700 when
+it. --env-file FILE reads variables from FILE beneath the environment, as
+"serve --env-file FILE" does. Like serve, it sets a group-writable data directory to 0700 when
 BATCHHOOK_REPAIR_PERMISSIONS=true.
 `
 
@@ -28,6 +29,7 @@ func configCmd(_ context.Context, args []string, e Env) int {
 	stdout, stderr := e.Stdout, e.Stderr
 	fs := newFlags("config", configUsage, stderr)
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	envFile := fs.String("env-file", "", "also read variables from `FILE` (systemd EnvironmentFile syntax); the environment wins")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return 2
@@ -36,7 +38,14 @@ func configCmd(_ context.Context, args []string, e Env) int {
 		fmt.Fprintf(stderr, "batchhook config: want the subcommand check\n%s", configUsage)
 		return 2
 	}
-	cfg, err := config.Load(daemon.SinkRules())
+	var file *config.EnvFile
+	if *envFile != "" {
+		if file, err = config.ReadEnvFile(*envFile); err != nil {
+			fmt.Fprintf(stderr, "batchhook: configuration: %v\n", err)
+			return 2
+		}
+	}
+	cfg, err := config.LoadWithFile(daemon.SinkRules(), file)
 	if err != nil {
 		fmt.Fprintf(stderr, "batchhook: configuration: %v\n", err)
 		return 2

@@ -80,6 +80,23 @@ func TestConfigCheckPrintsTheEffectiveConfiguration(t *testing.T) {
 		t.Fatalf("--json settings lack the secret's fingerprint:\n%s", out)
 	}
 
+	// --env-file: the file fills in, the environment wins, as for serve.
+	envFile := filepath.Join(t.TempDir(), "batchhook.env")
+	if err := os.WriteFile(envFile, []byte("# local run\nBATCHHOOK_FETCH_WORKERS=3\nBATCHHOOK_SUBMIT_PER_MINUTE=5\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code = runWithEnv(t, env, "config", "check", "--env-file", envFile)
+	if code != 0 || !regexp.MustCompile(`(?m)^BATCHHOOK_FETCH_WORKERS +3$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^BATCHHOOK_SUBMIT_PER_MINUTE +12$`).MatchString(out) {
+		t.Fatalf("config check --env-file: exit %d, stderr %q; want FETCH_WORKERS 3 from the file and SUBMIT_PER_MINUTE 12 from the environment:\n%s", code, stderr, out)
+	}
+	if err := os.WriteFile(envFile, []byte("BATCHHOOK_FETCH_WORKERS=3\nnot an assignment\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runWithEnv(t, env, "config", "check", "--env-file", envFile); code != 2 || !strings.Contains(stderr, envFile) || !strings.Contains(stderr, "2") {
+		t.Fatalf("config check --env-file with a bad line: exit %d, stderr %q; want 2 naming the file and line", code, stderr)
+	}
+
 	env["BATCHHOOK_API_BASE_URL"] = "provider.example/base"
 	out, stderr, code = runWithEnv(t, env, "config", "check")
 	if code != 2 || out != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "BATCHHOOK_API_BASE_URL") {
