@@ -3,6 +3,7 @@ package deploy
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -165,5 +166,44 @@ func TestDashboardProblemsCatchPlantedFaults(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("no problem %q among:\n%s", want, got)
 		}
+	}
+}
+
+// TestDashboardQueriesParse: every panel query is PromQL that Prometheus
+// parses. Grafana's variables are put in as a scrape would see them
+// ($__rate_interval a duration, $job a regular expression), each query
+// becomes a recording rule of a temporary rules file, and promtool check
+// rules parses them all.
+func TestDashboardQueriesParse(t *testing.T) {
+	bin := promtool(t)
+	var d struct{ Panels []dashboardPanel }
+	if err := json.Unmarshal([]byte(read(t, filepath.Join("grafana", "batchhook.json"))), &d); err != nil {
+		t.Fatal(err)
+	}
+	vars := strings.NewReplacer("$__rate_interval", "5m", "$job", ".*", "$instance", ".*")
+	var b strings.Builder
+	b.WriteString("groups:\n  - name: dashboard\n    rules:\n")
+	n := 0
+	var walk func(ps []dashboardPanel)
+	walk = func(ps []dashboardPanel) {
+		for _, p := range ps {
+			walk(p.Panels)
+			for _, tg := range p.Targets {
+				n++
+				q, _ := json.Marshal(vars.Replace(tg.Expr)) // a JSON string is a YAML string
+				fmt.Fprintf(&b, "      - record: dashboard:query_%d\n        expr: %s\n", n, q)
+			}
+		}
+	}
+	walk(d.Panels)
+	if n < 30 {
+		t.Fatalf("found only %d queries in the dashboard", n)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "dashboard.yml"), []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, ok := runPromtool(t, bin, dir, "check", "rules", "dashboard.yml"); !ok {
+		t.Fatalf("promtool check rules on the dashboard's queries:\n%s\n%s", out, b.String())
 	}
 }
