@@ -20,6 +20,8 @@ func commands(serve RunFunc) []Command {
 			Run: configCmd, Subs: []string{"check"}, Flags: []string{"json"}},
 		{Name: "demo", Synopsis: "demo", Summary: "the whole pipeline on loopback against the simulator", Run: demoCmd,
 			Flags: []string{"cpfs", "keep", "payments", "sink", "timeout"}},
+		{Name: "status", Synopsis: "status", Summary: "one screen of the running daemon's health and what needs attention",
+			Run: statusCmd, Flags: adminWords},
 		{Name: "batches", Synopsis: "batches list|show|refetch|redeliver", Summary: "inspect batches, refetch or redeliver one (admin API)",
 			Run: batchesCmd, Subs: []string{"list", "show", "refetch", "redeliver"}, Flags: with(adminWords, "cursor", "limit", "sink", "state")},
 		{Name: "deliveries", Synopsis: "deliveries list --state S", Summary: "deliveries to the sinks by state (failed, pending, delivered)",
