@@ -1,5 +1,6 @@
 // Package admin is batchhook's operator edge: health and readiness probes,
-// Prometheus metrics, and a JSON API over what the daemon keeps: batches
+// Prometheus metrics, a one-screen status summary (status.go), and a JSON
+// API over what the daemon keeps: batches
 // (inspect, refetch, resubmit, track, redeliver to a sink), submissions and
 // their chunks, deliveries, quarantined and rejected requests, erasures of
 // a person's data, the payment event log, and a backup of the database. It
@@ -56,6 +57,7 @@ type Store interface {
 	Redeliver(batchID, sink string, now time.Time) (*store.Delivery, error)
 	ListDeliveries(state store.DeliveryState, sink string, limit int, cursor string) ([]store.Delivery, string, error)
 	Backuper
+	Counters
 }
 
 var _ Store = (*store.Store)(nil)
@@ -102,6 +104,9 @@ type Options struct {
 	// Rejected is the ring of rejected (401) deliveries; nil answers 404
 	// on its routes.
 	Rejected RejectedLog
+	// Status returns what only the daemon knows for GET /admin/status
+	// (the rest is read from Store's counters); nil answers 503.
+	Status func() Facts
 }
 
 // The reasons of a 401, in {"error":…}: no bearer token came, or one came
@@ -159,6 +164,7 @@ func New(o Options) (*Server, error) {
 	e.GET("/readyz", s.readyz)
 	g := authRoutes{e, s.auth}
 	g.GET("/metrics", echo.WrapHandler(o.Metrics))
+	g.GET("/admin/status", s.status)
 	g.GET("/admin/batches", s.listBatches)
 	g.GET("/admin/batches/:id", s.showBatch)
 	g.POST("/admin/batches/:id/refetch", s.refetch)

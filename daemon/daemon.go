@@ -105,12 +105,15 @@ type Daemon struct {
 	// when seen, before the stop that follows).
 	run            *runmark.Marker
 	previousFailed bool
+	previousRun    runmark.End
 	ended          atomic.Bool
 	// startErr is the error Start failed with, for the run marker.
 	startErr error
 	// build is the binary's version, commit and Go release, for the
 	// started line and batchhook_build_info.
 	build buildinfo.Info
+	// startedAt is when Start began, for the status summary.
+	startedAt time.Time
 
 	stopOnce sync.Once
 	stopErr  error
@@ -144,6 +147,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		}
 	}()
 	cfg := d.cfg
+	d.startedAt = time.Now()
 	logWarnings(d.log, cfg.Warnings)
 	if d.store, err = store.Open(cfg.DataDir, LockTimeout); err != nil {
 		return dirError("DATA_DIR", cfg.DataDir, err)
@@ -244,7 +248,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		Submissions: svc, SubmitWait: sub.Wait, Erasures: eraser, MaxSubmissionBytes: cfg.MaxSubmissionBytes, Retention: cfg.Retention,
 		Ready: d.ready, Warnings: d.warnings, Logger: d.log.With().Str("component", "admin").Logger(),
 		LogDropped: d.metrics.LogLineDropped, Payments: d.store, PaymentsEnabled: cfg.PaymentsEnabled(),
-		Rejected: d.store,
+		Rejected: d.store, Status: d.statusFacts,
 	})
 	if err != nil {
 		return err

@@ -29,7 +29,7 @@ func (d *Daemon) beginRun() {
 	if !found || !prev.Failed {
 		return
 	}
-	d.previousFailed = true
+	d.previousFailed, d.previousRun = true, prev
 	ev := d.log.Warn().Str("component", "daemon").Str("event", "previous_run_failed").Str("reason", prev.Reason)
 	if !prev.When.IsZero() {
 		ev = ev.Str("when", prev.When.UTC().Format("2006-01-02T15:04:05.000Z07:00"))

@@ -68,4 +68,7 @@ func TestLastAcceptedGauge(t *testing.T) {
 		!strings.Contains(text, "batchhook_webhook_ack_seconds_count 2\n") {
 		t.Fatalf("want not_found counted once and 2 timed replies in\n%s", text)
 	}
+	if n := m.NotFoundRequests(); n != 1 {
+		t.Fatalf("NotFoundRequests = %d, want 1 as the series says", n)
+	}
 }

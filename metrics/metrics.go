@@ -7,6 +7,7 @@ package metrics
 
 import (
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,6 +49,9 @@ type Metrics struct {
 	collector       *stateCollector
 	now             func() time.Time
 	last            *lastAccepted
+	// notFound mirrors the not_found series for the status summary,
+	// which reads it without going through the registry.
+	notFound atomic.Uint64
 }
 
 // New registers every collector, the Go runtime and process collectors
@@ -154,12 +158,18 @@ func (m *Metrics) WebhookHandled(outcome string, took time.Duration) {
 	m.webhookRequests.WithLabelValues(outcome).Inc()
 	switch outcome {
 	case OutcomeNotFound:
+		m.notFound.Add(1)
 		return
 	case outcomeAccepted:
 		m.last.accepted(ProductBatch, m.now())
 	}
 	m.webhookAck.Observe(took.Seconds())
 }
+
+// NotFoundRequests is how many requests to a path the webhook listener
+// does not serve came since start: batchhook_webhook_requests_total
+// {outcome="not_found"}.
+func (m *Metrics) NotFoundRequests() uint64 { return m.notFound.Load() }
 
 // The outcomes WebhookHandled treats apart; the receiver names the same
 // (receiver.Outcomes).

@@ -59,6 +59,10 @@ type Watch struct {
 	streak  int    // 404s in a row
 	ok      bool   // a 2xx came since start
 	problem string // non-empty while misconfigured
+	// last is the class of the last answer ("" before the first call);
+	// refused counts the 401/403 answers in a row, the API key refused.
+	last    string
+	refused int
 }
 
 // New returns a Watch.
@@ -77,6 +81,12 @@ func (w *Watch) Observe(status int, url string) {
 	}
 	w.mu.Lock()
 	var report string
+	w.last = Class(status)
+	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+		w.refused++
+	} else {
+		w.refused = 0
+	}
 	switch {
 	case status >= 200 && status < 300:
 		w.ok, w.streak, w.problem = true, 0, ""
@@ -105,3 +115,12 @@ func (w *Watch) Problem() string {
 
 // IsMisconfigured reports whether Problem is non-empty (for a gauge).
 func (w *Watch) IsMisconfigured() bool { return w.Problem() != "" }
+
+// Last returns the class of the last answer (as Class) and how many
+// answers in a row refused the API key (401 or 403, as the fetcher and the
+// submitter read them); last is "" before the first call.
+func (w *Watch) Last() (last string, refused int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.last, w.refused
+}

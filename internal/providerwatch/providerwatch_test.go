@@ -71,3 +71,19 @@ func TestClass(t *testing.T) {
 		}
 	}
 }
+
+func TestLastSaysWhetherTheKeyIsRefused(t *testing.T) {
+	w := New(Options{})
+	if last, refused := w.Last(); last != "" || refused != 0 {
+		t.Fatalf("before any call: %q %d", last, refused)
+	}
+	w.Observe(401, "u")
+	w.Observe(403, "u")
+	if last, refused := w.Last(); last != "403" || refused != 2 {
+		t.Fatalf("after 401, 403: %q %d, want 403 and 2", last, refused)
+	}
+	w.Observe(0, "u")
+	if last, refused := w.Last(); last != "none" || refused != 0 {
+		t.Fatalf("a call without an answer did not end the run: %q %d", last, refused)
+	}
+}

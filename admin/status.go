@@ -1,0 +1,324 @@
+package admin
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/batchhook/batchhook/store"
+)
+
+// Counters is what GET /admin/status reads from the store: counts and
+// oldest entries kept in indexes, so a status costs a few reads however
+// many records the database holds. Errors are the store's (a failed store
+// refuses every read).
+type Counters interface {
+	Counts() (map[store.State]int, error)
+	OldestPending() (time.Time, bool, error)
+	ChunkCounts() (map[store.ChunkState]int, error)
+	DeliveryCounts() (map[string]map[store.DeliveryState]int, error)
+	OldestPendingDeliveries() (map[string]time.Time, error)
+	PaymentBacklog(sink string) (int, time.Time, error)
+}
+
+var _ Counters = (*store.Store)(nil)
+
+// Facts is what only the running daemon knows, for GET /admin/status:
+// its build and start, its counters since start, its configuration's
+// sinks, its view of the provider and how the previous run ended. The
+// daemon fills it on every request from values it already holds.
+type Facts struct {
+	Build     BuildView
+	StartedAt time.Time
+	// LastAccepted has one entry per webhook served (batch; payments when
+	// it is on), in that order: the time of the last accepted webhook,
+	// zero when none was since start.
+	LastAccepted []ProductTime
+	// NotFoundRequests counts requests to paths the webhook listener
+	// does not serve, since start.
+	NotFoundRequests uint64
+	// Sinks are the configured delivery sinks (file is the export itself,
+	// with no outbox); PaymentSinks those that take payment events, when
+	// payments are on.
+	Sinks, PaymentSinks []string
+	Provider            ProviderView
+	// PreviousRun is how the previous run ended when it did not stop
+	// cleanly; nil after a clean stop or on a first start.
+	PreviousRun *PreviousRunView
+}
+
+// ProductTime is the time of the last accepted webhook of one product.
+type ProductTime struct {
+	Product string
+	At      time.Time
+}
+
+// BuildView is the running binary's build.
+type BuildView struct {
+	Version string `json:"version"`
+	Commit  string `json:"commit"`
+	Go      string `json:"go"`
+}
+
+// ProviderView is what the daemon saw of the provider's API since start.
+type ProviderView struct {
+	// Misconfigured: every call since start failed and the last ones all
+	// answered 404; Problem says so in words, with the variable to check.
+	Misconfigured bool   `json:"misconfigured"`
+	Problem       string `json:"problem,omitempty"`
+	// LastAnswer is the status class of the last answer (2xx, 401, 404,
+	// none: no answer, …); empty before the first call.
+	LastAnswer string `json:"last_answer,omitempty"`
+	// KeyRefused: the last KeyRefusals answers in a row were 401 or 403.
+	KeyRefused  bool `json:"key_refused"`
+	KeyRefusals int  `json:"key_refusals,omitempty"`
+}
+
+// PreviousRunView is the run marker's account of a run that did not stop
+// cleanly: why, and when it failed (or started, when it recorded no end).
+type PreviousRunView struct {
+	Reason string     `json:"reason"`
+	When   *time.Time `json:"when"`
+}
+
+// StatusView is the reply of GET /admin/status: one summary of the
+// daemon's health for an operator (batchhook status) or a script. Ages are
+// whole seconds at the time of the reply; a time and its age are null
+// when there is none.
+type StatusView struct {
+	Ready          bool      `json:"ready"`
+	NotReadyReason string    `json:"not_ready_reason,omitempty"`
+	Build          BuildView `json:"build"`
+	StartedAt      time.Time `json:"started_at"`
+	UptimeSeconds  int64     `json:"uptime_seconds"`
+	// LastAccepted is keyed by product: batch, and payments when served.
+	LastAccepted      map[string]LastAcceptedView `json:"last_accepted"`
+	NotFoundRequests  uint64                      `json:"not_found_requests"`
+	Queue             QueueView                   `json:"queue"`
+	Chunks            map[string]int              `json:"chunks"`
+	Sinks             []SinkStatusView            `json:"sinks"`
+	PaymentSinks      []PaymentSinkStatusView     `json:"payment_sinks,omitempty"`
+	Provider          ProviderView                `json:"provider"`
+	PreviousRunFailed *PreviousRunView            `json:"previous_run_failed"`
+	// Warnings name each problem found and what to do about it; empty
+	// (never null) when there is none.
+	Warnings []string `json:"warnings"`
+}
+
+// LastAcceptedView is the last accepted webhook of one product.
+type LastAcceptedView struct {
+	At         *time.Time `json:"at"`
+	AgeSeconds *int64     `json:"age_seconds"`
+}
+
+// QueueView is the batches by state, the age of the oldest one not yet in
+// a final state, and those in flight (submitted or tracked, waiting for
+// their batch.completed).
+type QueueView struct {
+	Batches          map[string]int `json:"batches"`
+	OldestAgeSeconds *int64         `json:"oldest_pending_age_seconds"`
+	InFlight         int            `json:"in_flight"`
+}
+
+// SinkStatusView is one delivery sink's outbox.
+type SinkStatusView struct {
+	Name             string `json:"name"`
+	Pending          int    `json:"pending"`
+	Failed           int    `json:"failed"`
+	OldestAgeSeconds *int64 `json:"oldest_pending_age_seconds"`
+}
+
+// PaymentSinkStatusView is one payment sink's backlog of logged events.
+type PaymentSinkStatusView struct {
+	Name             string `json:"name"`
+	Backlog          int    `json:"backlog"`
+	OldestAgeSeconds *int64 `json:"oldest_pending_age_seconds"`
+}
+
+// QuietAfter is how long the batch webhook may stay silent while batches
+// are in flight before the status warns: the provider may have stopped
+// sending, or sends to another URL. It counts from the start when nothing
+// was accepted since, like batchhook_last_accepted_timestamp_seconds.
+const QuietAfter = time.Hour
+
+// status is GET /admin/status. It answers 200 whatever it finds (the
+// findings are the content); a part the store cannot read is left empty
+// and said in the warnings.
+func (s *Server) status(c echo.Context) error {
+	if s.o.Status == nil {
+		return fail(c, http.StatusServiceUnavailable, "status not available")
+	}
+	now := s.o.Now()
+	f := s.o.Status()
+	v := StatusView{Ready: true, Build: f.Build, StartedAt: f.StartedAt.UTC(), UptimeSeconds: seconds(now.Sub(f.StartedAt)),
+		LastAccepted: map[string]LastAcceptedView{}, NotFoundRequests: f.NotFoundRequests, Chunks: map[string]int{},
+		Sinks: []SinkStatusView{}, Provider: f.Provider, PreviousRunFailed: f.PreviousRun, Warnings: []string{}}
+	if err := s.o.Ready(); err != nil {
+		v.Ready, v.NotReadyReason = false, err.Error()
+	}
+	for _, p := range f.LastAccepted {
+		var lv LastAcceptedView
+		if !p.At.IsZero() {
+			at, age := p.At.UTC(), seconds(now.Sub(p.At))
+			lv = LastAcceptedView{At: &at, AgeSeconds: &age}
+		}
+		v.LastAccepted[p.Product] = lv
+	}
+	var unreadable []string
+	s.statusQueue(&v, now, &unreadable)
+	s.statusSinks(&v, f, now, &unreadable)
+	v.Warnings = warnings(&v, f, now, unreadable)
+	return c.JSON(http.StatusOK, v)
+}
+
+// statusQueue fills the batches and chunks by state from the counters.
+func (s *Server) statusQueue(v *StatusView, now time.Time, unreadable *[]string) {
+	v.Queue.Batches = map[string]int{}
+	if counts, err := s.o.Store.Counts(); err != nil {
+		*unreadable = append(*unreadable, err.Error())
+	} else {
+		for _, st := range store.States {
+			v.Queue.Batches[string(st)] = counts[st]
+		}
+		v.Queue.InFlight = counts[store.StateSubmitted] + counts[store.StateTracked]
+	}
+	if at, ok, err := s.o.Store.OldestPending(); err != nil {
+		*unreadable = append(*unreadable, err.Error())
+	} else if ok {
+		age := seconds(now.Sub(at))
+		v.Queue.OldestAgeSeconds = &age
+	}
+	if chunks, err := s.o.Store.ChunkCounts(); err != nil {
+		*unreadable = append(*unreadable, err.Error())
+	} else {
+		for _, st := range store.ChunkStates {
+			v.Chunks[string(st)] = chunks[st]
+		}
+	}
+}
+
+// statusSinks fills each configured sink's outbox and each payment sink's
+// backlog.
+func (s *Server) statusSinks(v *StatusView, f Facts, now time.Time, unreadable *[]string) {
+	if len(f.Sinks) > 0 {
+		counts, cerr := s.o.Store.DeliveryCounts()
+		oldest, oerr := s.o.Store.OldestPendingDeliveries()
+		for _, err := range []error{cerr, oerr} {
+			if err != nil {
+				*unreadable = append(*unreadable, err.Error())
+			}
+		}
+		for _, name := range f.Sinks {
+			sv := SinkStatusView{Name: name, Pending: counts[name][store.DeliveryPending], Failed: counts[name][store.DeliveryFailed]}
+			if at, ok := oldest[name]; ok && sv.Pending > 0 {
+				age := seconds(now.Sub(at))
+				sv.OldestAgeSeconds = &age
+			}
+			v.Sinks = append(v.Sinks, sv)
+		}
+	}
+	for _, name := range f.PaymentSinks {
+		n, at, err := s.o.Store.PaymentBacklog(name)
+		if err != nil {
+			*unreadable = append(*unreadable, err.Error())
+			continue
+		}
+		pv := PaymentSinkStatusView{Name: name, Backlog: n}
+		if n > 0 && !at.IsZero() {
+			age := seconds(now.Sub(at))
+			pv.OldestAgeSeconds = &age
+		}
+		v.PaymentSinks = append(v.PaymentSinks, pv)
+	}
+}
+
+// warnings names each problem the summary shows, each with what to do:
+// the CLI command and the route (other clients than the CLI read them, so
+// no CLI flag is named).
+// They hold counts, names of sinks, times and batchhook's own error text,
+// never a CPF or a secret.
+func warnings(v *StatusView, f Facts, now time.Time, unreadable []string) []string {
+	out := []string{}
+	for _, e := range unreadable {
+		out = append(out, "the store's counts could not be read ("+e+"): the summary is incomplete")
+	}
+	if n := v.NotFoundRequests; n > 0 {
+		out = append(out, fmt.Sprintf("%s to unknown paths on the webhook listener since start: is the provider's webhook URL right? "+
+			"(webhook_unknown_path in the log names the path)", countOf(int(n), "request", "requests")))
+	}
+	if f.Provider.Problem != "" {
+		out = append(out, f.Provider.Problem)
+	}
+	if f.Provider.KeyRefused {
+		out = append(out, fmt.Sprintf("the provider refused the API key on its last %s (401/403): put the right key in "+
+			"BATCHHOOK_API_KEY_FILE and send SIGHUP", countOf(f.Provider.KeyRefusals, "answer", "answers")))
+	}
+	if p := f.PreviousRun; p != nil {
+		when := ""
+		if p.When != nil {
+			when = " at " + p.When.UTC().Format(time.RFC3339)
+		}
+		out = append(out, "the previous run did not stop cleanly"+when+": "+p.Reason+
+			" (previous_run_failed in the log; docs/operations.md, when a write fails)")
+	}
+	for _, sv := range v.Sinks {
+		if sv.Failed > 0 {
+			out = append(out, fmt.Sprintf("%s failed for sink %s: batchhook deliveries list (GET /admin/deliveries?state=failed&sink=%s), "+
+				"then redeliver each once the sink is fixed", countOf(sv.Failed, "delivery", "deliveries"), sv.Name, sv.Name))
+		}
+	}
+	if n := v.Chunks[string(store.ChunkUnknown)]; n > 0 {
+		out = append(out, fmt.Sprintf("%s submit_unknown (the provider may have them; never resent on its own): batchhook submissions unknown "+
+			"(GET /admin/chunks?state=submit_unknown)",
+			countOf(n, "chunk", "chunks")))
+	}
+	if n := v.Queue.InFlight; n > 0 {
+		since, what := f.StartedAt, "since start"
+		for _, p := range f.LastAccepted {
+			if p.Product == "batch" && !p.At.IsZero() {
+				since, what = p.At, "for"
+			}
+		}
+		if quiet := now.Sub(since); quiet >= QuietAfter {
+			phrase := "no batch webhook accepted " + what + " " + FormatAge(quiet)
+			if what == "since start" {
+				phrase = "no batch webhook accepted in the " + FormatAge(quiet) + " since start"
+			}
+			out = append(out, fmt.Sprintf("%s while %s in flight: is the provider still sending to this URL? (batchhook_reconciled_total rising says the polls find them)",
+				phrase, countOf(n, "batch is", "batches are")))
+		}
+	}
+	return out
+}
+
+// countOf is n with its noun, singular or plural.
+func countOf(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// seconds is d in whole seconds, never negative (clocks step).
+func seconds(d time.Duration) int64 { return max(int64(d/time.Second), 0) }
+
+// FormatAge writes an age the way an operator reads it at a glance: 45s,
+// 12m, 2h5m, 3d4h.
+func FormatAge(d time.Duration) string {
+	d = max(d, 0).Truncate(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		if m := int(d % time.Hour / time.Minute); m > 0 {
+			return fmt.Sprintf("%dh%dm", int(d/time.Hour), m)
+		}
+		return fmt.Sprintf("%dh", int(d/time.Hour))
+	default:
+		return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+	}
+}

@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/batchhook/batchhook/admin"
+	"github.com/batchhook/batchhook/store"
+	"github.com/batchhook/batchhook/submit"
+)
+
+// statusAdmin serves the real admin API with a token over a real store; the
+// daemon's facts are fixed and readiness is ready's.
+func statusAdmin(t *testing.T, token string, ready func() error, facts admin.Facts) string {
+	t.Helper()
+	st, err := store.Open(t.TempDir(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	svc, err := submit.NewService(submit.ServiceOptions{Store: st, Logger: zerolog.Nop(),
+		Rule:    submit.ResubmitRule{Field: "result", Values: []string{"pending"}, CPFField: "cpf"},
+		Results: func(store.Batch) (io.ReadCloser, error) { return nil, os.ErrNotExist }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := admin.New(admin.Options{Store: st, Token: func() []byte { return []byte(token) }, Submissions: svc, MaxSubmissionBytes: 4096,
+		Retention: time.Hour, Metrics: http.NotFoundHandler(), Ready: ready, Logger: zerolog.Nop(),
+		Status: func() admin.Facts { return facts }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
+
+// The exit codes the daemon's answers give (the e2e test covers the
+// unreachable daemon and the real binary): a 401 is 1 with the token
+// variables named, since a daemon did answer.
+func TestStatusExitCodesAndScreen(t *testing.T) {
+	facts := admin.Facts{Build: admin.BuildView{Version: "v9", Commit: "0123456789abcdef", Go: "go1.x"}, StartedAt: time.Now().Add(-time.Hour),
+		LastAccepted: []admin.ProductTime{{Product: "batch", At: time.Now().Add(-2 * time.Minute)}}, Sinks: []string{"http"}}
+	base := statusAdmin(t, "tok", func() error { return nil }, facts)
+
+	t.Setenv("BATCHHOOK_ADMIN_TOKEN", "wrong")
+	out, errOut, code := runIn(t, statusCmd, "--admin", base)
+	if code != 1 || !strings.Contains(errOut, "HTTP 401") || !strings.Contains(errOut, "BATCHHOOK_ADMIN_TOKEN") || out != "" {
+		t.Fatalf("a refused token = %d %q %q; want 1 naming the token variables", code, out, errOut)
+	}
+	t.Setenv("BATCHHOOK_ADMIN_TOKEN", "tok")
+	out, errOut, code = runIn(t, statusCmd, "--admin", base)
+	if code != 0 || !regexpLine(out, `^ready\s+yes$`) || !regexpLine(out, `^build\s+v9, commit 0123456789ab, go1.x$`) ||
+		!regexpLine(out, `^last batch webhook\s+\S+ \(2m ago\)$`) || !regexpLine(out, `^http\s+0\s+0\s+-$`) || !strings.Contains(out, "no warnings") {
+		t.Fatalf("healthy = %d\n%s%s", code, out, errOut)
+	}
+	if _, _, code := runIn(t, statusCmd, "--admin", base, "extra"); code != 2 {
+		t.Fatalf("an extra argument: exit %d, want 2", code)
+	}
+
+	notReady := statusAdmin(t, "tok", func() error { return errors.New("webhook listener not serving") }, facts)
+	out, errOut, code = runIn(t, statusCmd, "--admin", notReady)
+	if code != 1 || !regexpLine(out, `^ready\s+NO: webhook listener not serving$`) {
+		t.Fatalf("not ready = %d\n%s%s", code, out, errOut)
+	}
+}
