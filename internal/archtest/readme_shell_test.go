@@ -233,6 +233,9 @@ func shellProblems(cmds []shellCommand) []string {
 				problems = append(problems, where+": `$(go env GOBIN):` is an empty PATH entry when GOBIN is unset (Go's default), and an empty entry puts the current directory on PATH, first")
 			}
 		}
+		if len(c.words) > 0 && (c.words[0] == "until" || c.words[0] == "while") && !slices.Contains(c.words, "timeout") {
+			problems = append(problems, where+": a wait loop without a bound spins for ever when what it waits for died at start; use `batchhook healthcheck --ready --wait 30s` or bound the loop")
+		}
 		switch {
 		case prog == "batchhook" || prog == "lookupsim":
 			if !installed[prog] && !installed["..."] {
@@ -297,6 +300,7 @@ func TestShellProblemsCatchesWhatNewUsersHit(t *testing.T) {
 		{"```sh\n./bin/lookupsim -api-key k \\\n  -secret-file s > log 2>&1 & echo $! > pid\n```\n", "./bin/lookupsim is called before README builds it"},
 		{"```sh\ngo build -o ./bin/ ./cmd/lookupsim\n./bin/batchhook serve\n```\n", "./bin/batchhook is called before README builds it"},
 		{"```sh\nexport PATH=\"$(go env GOBIN):$(go env GOPATH)/bin:$PATH\"\n```\n", "empty PATH entry"},
+		{"```sh\ngo build -o ./bin/ ./cmd/...\nuntil ./bin/batchhook healthcheck --ready; do sleep 0.2; done\n```\n", "a wait loop without a bound"},
 	} {
 		cmds, err := readmeShellCommands(tc.doc)
 		if err != nil {
