@@ -78,19 +78,35 @@ type SubmissionView struct {
 	Waiting *WaitingView `json:"waiting,omitempty"`
 }
 
-// WaitingView is why a submission's chunks wait: the submitter's Wait, the
+// WaitingView is why a submission's chunks wait: the submitter's Wait (with
+// the last attempt the provider did not accept, its kind and a hint), the
 // chunks waiting in the whole queue (this submission's and those ahead of
-// or behind it), and when the last of them should go out; no estimate
-// under the in-flight cap, which the provider's pace decides.
+// or behind it), and when the last of them should go out.
+//
+// EstimatedDoneAt is only ever a time after the reply's: when none can be
+// given, Estimate says why instead: EstimateUnknown (the in-flight cap,
+// whose pace the provider sets, or a refused API key, which waits for an
+// operator) or EstimateOverdue (by the limits they would all be out by
+// now, yet some still wait: one is being sent, or a retry is due).
 type WaitingView struct {
 	submit.Wait
 	QueuedChunks    int        `json:"queued_chunks"`
 	EstimatedDoneAt *time.Time `json:"estimated_done_at,omitempty"`
+	Estimate        string     `json:"estimate,omitempty"`
 }
 
-// waitingView is nil unless some chunk of the submission still waits.
+// The values of WaitingView.Estimate.
+const (
+	EstimateUnknown = "unknown"
+	EstimateOverdue = "overdue"
+)
+
+// waitingView is nil unless some chunk of the submission still waits (or
+// is being sent: between two attempts after a refused key, the reason must
+// not blink out).
 func (s *Server) waitingView(chunks []store.Chunk) *WaitingView {
-	if s.o.SubmitWait == nil || !slices.ContainsFunc(chunks, func(c store.Chunk) bool { return c.State == store.ChunkWaiting }) {
+	pending := func(c store.Chunk) bool { return c.State == store.ChunkWaiting || c.State == store.ChunkSending }
+	if s.o.SubmitWait == nil || !slices.ContainsFunc(chunks, pending) {
 		return nil
 	}
 	counts, err := s.o.Store.ChunkCounts()
@@ -98,9 +114,15 @@ func (s *Server) waitingView(chunks []store.Chunk) *WaitingView {
 		return nil
 	}
 	v := &WaitingView{Wait: s.o.SubmitWait(), QueuedChunks: counts[store.ChunkWaiting] + counts[store.ChunkSending]}
-	if at, ok := submit.EstimateDone(v.Wait, v.QueuedChunks, s.o.Now()); ok {
+	now := s.o.Now()
+	switch at, ok := submit.EstimateDone(v.Wait, v.QueuedChunks, now); {
+	case !ok:
+		v.Estimate = EstimateUnknown
+	case at.After(now):
 		at = at.UTC()
 		v.EstimatedDoneAt = &at
+	default:
+		v.Estimate = EstimateOverdue
 	}
 	return v
 }

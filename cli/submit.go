@@ -16,6 +16,8 @@ import (
 
 	"github.com/batchhook/batchhook/admin"
 	"github.com/batchhook/batchhook/internal/logging"
+	"github.com/batchhook/batchhook/store"
+	"github.com/batchhook/batchhook/submit"
 )
 
 const submitUsage = `Usage:
@@ -42,6 +44,18 @@ be submitted, 1 when nothing would (or, with --strict, any line is invalid).
 func chunkNote(ch admin.ChunkView) string {
 	if ch.CPFsPurged {
 		return "CPFs purged after BATCHHOOK_RECORD_RETENTION; cannot be resent: submit them again as a new submission"
+	}
+	return ""
+}
+
+// chunkHint says what to do about a chunk that ended without a batch:
+// the provider refused it (failed) or may have accepted it (submit_unknown).
+func chunkHint(ch admin.ChunkView) string {
+	switch ch.State {
+	case string(store.ChunkFailed):
+		return submit.Hint(submit.OutcomeRejected)
+	case string(store.ChunkUnknown):
+		return submit.Hint(submit.OutcomeUnknown)
 	}
 	return ""
 }
@@ -151,12 +165,14 @@ func waitSubmitted(ctx context.Context, c *adminClient, id string, every time.Du
 				line += "; " + why
 			}
 			fmt.Fprintf(e.Stderr, "\r\x1b[K%s", line)
-		case why != "" && sub.Waiting.Reason != lastReason:
-			// Not a terminal: one line each time the reason changes.
+		case why != "" && waitingKey(sub.Waiting) != lastReason:
+			// Not a terminal: one line each time the reason changes, with
+			// the chunk's last error in full (a log has no width).
+			if w := sub.Waiting; w.LastError != "" {
+				why += " (last error: " + w.LastError + ")"
+			}
 			fmt.Fprintln(e.Stderr, why)
-		}
-		if sub.Waiting != nil {
-			lastReason = sub.Waiting.Reason
+			lastReason = waitingKey(sub.Waiting)
 		}
 		if pending == 0 {
 			if tty {
@@ -192,6 +208,8 @@ func reportSubmitted(sub admin.SubmissionView, raw []byte, counts map[string]int
 			line := fmt.Sprintf("chunk %d (%s) %s: %s", ch.Index, plural(ch.CPFs, "CPF", "CPFs"), ch.State, ch.LastError)
 			if n := chunkNote(ch); n != "" {
 				line += " (" + n + ")"
+			} else if h := chunkHint(ch); h != "" {
+				line += " (" + h + ")"
 			}
 			fmt.Fprintln(e.Stderr, line)
 		}
