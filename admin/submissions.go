@@ -106,7 +106,16 @@ const (
 // not blink out).
 func (s *Server) waitingView(chunks []store.Chunk) *WaitingView {
 	pending := func(c store.Chunk) bool { return c.State == store.ChunkWaiting || c.State == store.ChunkSending }
-	if s.o.SubmitWait == nil || !slices.ContainsFunc(chunks, pending) {
+	if !slices.ContainsFunc(chunks, pending) {
+		return nil
+	}
+	return s.queueWaiting()
+}
+
+// queueWaiting is what holds the queue back now; nil without a submitter
+// or when the chunk counts cannot be read.
+func (s *Server) queueWaiting() *WaitingView {
+	if s.o.SubmitWait == nil {
 		return nil
 	}
 	counts, err := s.o.Store.ChunkCounts()
@@ -193,6 +202,70 @@ func (s *Server) showSubmission(c echo.Context) error {
 	}
 	v.Waiting = s.waitingView(chunks)
 	return c.JSON(http.StatusOK, v)
+}
+
+// SubmissionSummaryView is a submission as GET /admin/submissions lists it:
+// its counts, its chunks by state, and a State that sums them up.
+type SubmissionSummaryView struct {
+	ID         string         `json:"id"`
+	ResubmitOf string         `json:"resubmit_of,omitempty"`
+	CreatedAt  time.Time      `json:"created_at"`
+	Valid      int            `json:"valid"`
+	Chunks     int            `json:"chunks"`
+	Submitted  int            `json:"submitted"`
+	ChunkState map[string]int `json:"chunk_states"`
+	// State is SubmissionWaiting, SubmissionSubmitted or
+	// SubmissionIncomplete.
+	State string `json:"state"`
+	// Waiting is why its chunks wait, as in GET /admin/submissions/{id}.
+	Waiting *WaitingView `json:"waiting,omitempty"`
+}
+
+// The values of SubmissionSummaryView.State.
+const (
+	// SubmissionWaiting: some chunk waits or is being sent.
+	SubmissionWaiting = "waiting"
+	// SubmissionSubmitted: every chunk became a batch.
+	SubmissionSubmitted = "submitted"
+	// SubmissionIncomplete: none waits, and some ended failed or
+	// submit_unknown: an operator decides about them.
+	SubmissionIncomplete = "incomplete"
+)
+
+// listSubmissions is GET /admin/submissions?limit=&cursor=: submissions,
+// newest first, paged like the other lists.
+func (s *Server) listSubmissions(c echo.Context) error {
+	limit, ok := limitParam(c)
+	if !ok {
+		return fail(c, http.StatusBadRequest, "limit must be 1 to 1000")
+	}
+	subs, next, err := s.o.Store.ListSubmissions(limit, c.QueryParam("cursor"))
+	if err != nil {
+		return storeError(c, err)
+	}
+	out := ListReply[SubmissionSummaryView]{Items: make([]SubmissionSummaryView, 0, len(subs)), NextCursor: next}
+	var waiting *WaitingView // the queue's, the same for every waiting submission
+	for _, sub := range subs {
+		v := SubmissionSummaryView{ID: sub.ID, ResubmitOf: sub.ResubmitOf, CreatedAt: sub.CreatedAt, Valid: sub.Valid,
+			Chunks: sub.Chunks, Submitted: sub.ChunkStates[store.ChunkSubmitted], ChunkState: map[string]int{}}
+		for st, n := range sub.ChunkStates {
+			v.ChunkState[string(st)] = n
+		}
+		switch {
+		case sub.ChunkStates[store.ChunkWaiting]+sub.ChunkStates[store.ChunkSending] > 0:
+			v.State = SubmissionWaiting
+			if waiting == nil {
+				waiting = s.queueWaiting()
+			}
+			v.Waiting = waiting
+		case v.Submitted == sub.Chunks:
+			v.State = SubmissionSubmitted
+		default:
+			v.State = SubmissionIncomplete
+		}
+		out.Items = append(out.Items, v)
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 // listChunks is GET /admin/chunks?state=submit_unknown (the default): the

@@ -58,7 +58,7 @@ func TestWaitingSaysWhyTheProviderDidNotAccept(t *testing.T) {
 				t.Cleanup(provider.Close)
 				base = provider.URL
 			}
-			srv, sub, clock := waitingServer(t, base, key)
+			srv, sub, clock, _ := waitingServer(t, base, key)
 			code, out, raw := send(t, "POST", srv.URL+"/admin/submissions", "text/plain", cpfA+"\n"+cpfB+"\n")
 			if code != http.StatusAccepted {
 				t.Fatalf("POST = %d %s", code, raw)
@@ -108,7 +108,7 @@ func (c *settableClock) Now() time.Time {
 
 // waitingServer is an admin server whose submitter sends to base with
 // key, and the admin side's clock.
-func waitingServer(t *testing.T, base, key string) (*httptest.Server, *submit.Submitter, *settableClock) {
+func waitingServer(t *testing.T, base, key string) (*httptest.Server, *submit.Submitter, *settableClock, *store.Store) {
 	t.Helper()
 	st, err := store.Open(t.TempDir(), time.Second)
 	if err != nil {
@@ -139,7 +139,7 @@ func waitingServer(t *testing.T, base, key string) (*httptest.Server, *submit.Su
 	}
 	srv := httptest.NewServer(s.Handler())
 	t.Cleanup(srv.Close)
-	return srv, sub, clock
+	return srv, sub, clock, st
 }
 
 func getSubmission(t *testing.T, base, id string) (SubmissionView, string) {

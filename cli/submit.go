@@ -223,10 +223,14 @@ func reportSubmitted(sub admin.SubmissionView, raw []byte, counts map[string]int
 }
 
 const submissionsUsage = `Usage:
+  batchhook submissions list [--limit N] [--cursor C] [--json] [--admin URL]
   batchhook submissions show ID [--json] [--admin URL]
   batchhook submissions unknown [--json] [--admin URL]
   batchhook submissions resend ID CHUNK [--admin URL]
 
+"list" lists the submissions, newest first: id, when, batches submitted
+of all, valid CPFs, and the state (submitted; incomplete: some chunk failed
+or is submit_unknown; waiting, with why and what to do).
 "show" lists a submission's batches (chunks) and their states; "unknown"
 lists the chunks left submit_unknown: the provider may have accepted them,
 so batchhook never sends them again by itself. "resend" puts a failed or
@@ -243,6 +247,9 @@ func submissionsCmd(ctx context.Context, args []string, e Env) int {
 		return 2
 	}
 	sub := args[0]
+	if sub == "list" {
+		return submissionsList(ctx, args[1:], e)
+	}
 	fs := newFlags("submissions "+sub, submissionsUsage, e.Stderr)
 	asJSON, client := adminFlags(fs)
 	pos, err := parseArgs(fs, args[1:])

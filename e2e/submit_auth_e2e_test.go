@@ -23,7 +23,7 @@ import (
 // TestSubmitShowsARefusedAPIKey: a daemon whose API key the simulator
 // refuses (401) makes `batchhook submit` print, without a terminal, a line
 // naming the variable to fix; the admin API's waiting says auth with a
-// hint and no estimate in the past.
+// hint and no estimate in the past; `submissions list` shows the reason.
 // Once the key file is fixed and SIGHUP sent, the submit ends with the
 // batch id. The wrong key never shows.
 func TestSubmitShowsARefusedAPIKey(t *testing.T) {
@@ -107,6 +107,13 @@ func TestSubmitShowsARefusedAPIKey(t *testing.T) {
 		t.Errorf("waiting on a refused key: estimated_done_at %v, estimate %q; want none, \"unknown\"", w.EstimatedDoneAt, w.Estimate)
 	}
 
+	list := exec.CommandContext(ctx, binary, "submissions", "list")
+	list.Env = cmd.Env
+	out, err := list.CombinedOutput()
+	if err != nil || !regexpLine(string(out), `^`+subID+`\s.*\s0/1\s.*refused the API key`) {
+		t.Errorf("submissions list: %v, want %s with 0/1 and the reason\n%s", err, subID, out)
+	}
+
 	// The hint's advice works: fix the file, SIGHUP, and the submit ends.
 	if err := os.WriteFile(keyFile, []byte(e2eKey+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -123,7 +130,7 @@ func TestSubmitShowsARefusedAPIKey(t *testing.T) {
 	if !regexpLine(stdout.String(), `^b_\S+$`) {
 		t.Errorf("submit printed no batch id:\n%s", stdout.String())
 	}
-	if strings.Contains(all.String()+stdout.String(), wrongKey) {
+	if strings.Contains(all.String()+stdout.String()+string(out), wrongKey) {
 		t.Errorf("the API key reached the CLI's output:\n%s", all.String())
 	}
 }
