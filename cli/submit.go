@@ -138,7 +138,7 @@ func submitCmd(ctx context.Context, args []string, e Env) int {
 // batch ids and says which chunks did not make it.
 func waitSubmitted(ctx context.Context, c *adminClient, id string, every time.Duration, asJSON bool, e Env) int {
 	tty := logging.IsTerminal(e.Stderr)
-	lastReason := ""
+	lastKey := ""
 	for {
 		raw, err := c.do(ctx, http.MethodGet, "/admin/submissions/"+url.PathEscape(id))
 		if err != nil {
@@ -165,14 +165,14 @@ func waitSubmitted(ctx context.Context, c *adminClient, id string, every time.Du
 				line += "; " + why
 			}
 			fmt.Fprintf(e.Stderr, "\r\x1b[K%s", line)
-		case why != "" && waitingKey(sub.Waiting) != lastReason:
+		case why != "" && waitingKey(sub.Waiting) != lastKey:
 			// Not a terminal: one line each time the reason changes, with
 			// the chunk's last error in full (a log has no width).
 			if w := sub.Waiting; w.LastError != "" {
 				why += " (last error: " + w.LastError + ")"
 			}
 			fmt.Fprintln(e.Stderr, why)
-			lastReason = waitingKey(sub.Waiting)
+			lastKey = waitingKey(sub.Waiting)
 		}
 		if pending == 0 {
 			if tty {
