@@ -51,6 +51,7 @@ type Store interface {
 	FindQuarantined(prefix string) (*store.Quarantined, error)
 	ChunksIn(state store.ChunkState, limit int) ([]store.Chunk, error)
 	ChunkCounts() (map[store.ChunkState]int, error)
+	ListSubmissions(limit int, cursor string) ([]store.SubmissionSummary, string, error)
 	// Deliveries, Redeliver and ListDeliveries are the sinks' outboxes
 	// (Redeliver: ErrNotFound, or ErrState with the reason).
 	Deliveries(batchID string) ([]store.Delivery, error)
@@ -175,6 +176,7 @@ func New(o Options) (*Server, error) {
 	g.POST("/admin/batches/:id/track", s.track)
 	g.POST("/admin/batches/:id/resubmit", s.resubmit)
 	g.POST("/admin/submissions", s.createSubmission)
+	g.GET("/admin/submissions", s.listSubmissions)
 	g.GET("/admin/submissions/:id", s.showSubmission)
 	g.POST("/admin/submissions/:id/chunks/:index/resend", s.resend)
 	g.GET("/admin/chunks", s.listChunks)

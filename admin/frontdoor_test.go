@@ -18,7 +18,7 @@ func TestWrongMethodIs405WithAllow(t *testing.T) {
 	srv, _ := newTestServer(t, "tok")
 	for _, tc := range []struct{ method, path, allow string }{
 		{"GET", "/admin/batches/b1/refetch", "POST"},
-		{"GET", "/admin/submissions", ""}, // GET /admin/submissions is not a route; POST is
+		{"DELETE", "/admin/submissions", "GET, POST"},
 		{"DELETE", "/admin/batches/b1", "GET"},
 		{"PUT", "/admin/erasures", "GET, POST"},
 	} {

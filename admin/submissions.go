@@ -78,19 +78,44 @@ type SubmissionView struct {
 	Waiting *WaitingView `json:"waiting,omitempty"`
 }
 
-// WaitingView is why a submission's chunks wait: the submitter's Wait, the
+// WaitingView is why a submission's chunks wait: the submitter's Wait (with
+// the last attempt the provider did not accept, its kind and a hint), the
 // chunks waiting in the whole queue (this submission's and those ahead of
-// or behind it), and when the last of them should go out; no estimate
-// under the in-flight cap, which the provider's pace decides.
+// or behind it), and when the last of them should go out.
+//
+// EstimatedDoneAt is only ever a time after the reply's: when none can be
+// given, Estimate says why instead: EstimateUnknown (the in-flight cap,
+// whose pace the provider sets, or a refused API key, which waits for an
+// operator) or EstimateOverdue (by the limits they would all be out by
+// now, yet some still wait: one is being sent, or a retry is due).
 type WaitingView struct {
 	submit.Wait
 	QueuedChunks    int        `json:"queued_chunks"`
 	EstimatedDoneAt *time.Time `json:"estimated_done_at,omitempty"`
+	Estimate        string     `json:"estimate,omitempty"`
 }
 
-// waitingView is nil unless some chunk of the submission still waits.
+// The values of WaitingView.Estimate.
+const (
+	EstimateUnknown = "unknown"
+	EstimateOverdue = "overdue"
+)
+
+// waitingView is nil unless some chunk of the submission still waits (or
+// is being sent: between two attempts after a refused key, the reason must
+// not blink out).
 func (s *Server) waitingView(chunks []store.Chunk) *WaitingView {
-	if s.o.SubmitWait == nil || !slices.ContainsFunc(chunks, func(c store.Chunk) bool { return c.State == store.ChunkWaiting }) {
+	pending := func(c store.Chunk) bool { return c.State == store.ChunkWaiting || c.State == store.ChunkSending }
+	if !slices.ContainsFunc(chunks, pending) {
+		return nil
+	}
+	return s.queueWaiting()
+}
+
+// queueWaiting is what holds the queue back now; nil without a submitter
+// or when the chunk counts cannot be read.
+func (s *Server) queueWaiting() *WaitingView {
+	if s.o.SubmitWait == nil {
 		return nil
 	}
 	counts, err := s.o.Store.ChunkCounts()
@@ -98,9 +123,15 @@ func (s *Server) waitingView(chunks []store.Chunk) *WaitingView {
 		return nil
 	}
 	v := &WaitingView{Wait: s.o.SubmitWait(), QueuedChunks: counts[store.ChunkWaiting] + counts[store.ChunkSending]}
-	if at, ok := submit.EstimateDone(v.Wait, v.QueuedChunks, s.o.Now()); ok {
+	now := s.o.Now()
+	switch at, ok := submit.EstimateDone(v.Wait, v.QueuedChunks, now); {
+	case !ok:
+		v.Estimate = EstimateUnknown
+	case at.After(now):
 		at = at.UTC()
 		v.EstimatedDoneAt = &at
+	default:
+		v.Estimate = EstimateOverdue
 	}
 	return v
 }
@@ -171,6 +202,70 @@ func (s *Server) showSubmission(c echo.Context) error {
 	}
 	v.Waiting = s.waitingView(chunks)
 	return c.JSON(http.StatusOK, v)
+}
+
+// SubmissionSummaryView is a submission as GET /admin/submissions lists it:
+// its counts, its chunks by state, and a State that sums them up.
+type SubmissionSummaryView struct {
+	ID         string         `json:"id"`
+	ResubmitOf string         `json:"resubmit_of,omitempty"`
+	CreatedAt  time.Time      `json:"created_at"`
+	Valid      int            `json:"valid"`
+	Chunks     int            `json:"chunks"`
+	Submitted  int            `json:"submitted"`
+	ChunkState map[string]int `json:"chunk_states"`
+	// State is SubmissionWaiting, SubmissionSubmitted or
+	// SubmissionIncomplete.
+	State string `json:"state"`
+	// Waiting is why its chunks wait, as in GET /admin/submissions/{id}.
+	Waiting *WaitingView `json:"waiting,omitempty"`
+}
+
+// The values of SubmissionSummaryView.State.
+const (
+	// SubmissionWaiting: some chunk waits or is being sent.
+	SubmissionWaiting = "waiting"
+	// SubmissionSubmitted: every chunk became a batch.
+	SubmissionSubmitted = "submitted"
+	// SubmissionIncomplete: none waits, and some ended failed or
+	// submit_unknown: an operator decides about them.
+	SubmissionIncomplete = "incomplete"
+)
+
+// listSubmissions is GET /admin/submissions?limit=&cursor=: submissions,
+// newest first, paged like the other lists.
+func (s *Server) listSubmissions(c echo.Context) error {
+	limit, ok := limitParam(c)
+	if !ok {
+		return fail(c, http.StatusBadRequest, "limit must be 1 to 1000")
+	}
+	subs, next, err := s.o.Store.ListSubmissions(limit, c.QueryParam("cursor"))
+	if err != nil {
+		return storeError(c, err)
+	}
+	out := ListReply[SubmissionSummaryView]{Items: make([]SubmissionSummaryView, 0, len(subs)), NextCursor: next}
+	var waiting *WaitingView // the queue's, the same for every waiting submission
+	for _, sub := range subs {
+		v := SubmissionSummaryView{ID: sub.ID, ResubmitOf: sub.ResubmitOf, CreatedAt: sub.CreatedAt, Valid: sub.Valid,
+			Chunks: sub.Chunks, Submitted: sub.ChunkStates[store.ChunkSubmitted], ChunkState: map[string]int{}}
+		for st, n := range sub.ChunkStates {
+			v.ChunkState[string(st)] = n
+		}
+		switch {
+		case sub.ChunkStates[store.ChunkWaiting]+sub.ChunkStates[store.ChunkSending] > 0:
+			v.State = SubmissionWaiting
+			if waiting == nil {
+				waiting = s.queueWaiting()
+			}
+			v.Waiting = waiting
+		case v.Submitted == sub.Chunks:
+			v.State = SubmissionSubmitted
+		default:
+			v.State = SubmissionIncomplete
+		}
+		out.Items = append(out.Items, v)
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 // listChunks is GET /admin/chunks?state=submit_unknown (the default): the

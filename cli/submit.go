@@ -16,6 +16,8 @@ import (
 
 	"github.com/batchhook/batchhook/admin"
 	"github.com/batchhook/batchhook/internal/logging"
+	"github.com/batchhook/batchhook/store"
+	"github.com/batchhook/batchhook/submit"
 )
 
 const submitUsage = `Usage:
@@ -42,6 +44,18 @@ be submitted, 1 when nothing would (or, with --strict, any line is invalid).
 func chunkNote(ch admin.ChunkView) string {
 	if ch.CPFsPurged {
 		return "CPFs purged after BATCHHOOK_RECORD_RETENTION; cannot be resent: submit them again as a new submission"
+	}
+	return ""
+}
+
+// chunkHint says what to do about a chunk that ended without a batch:
+// the provider refused it (failed) or may have accepted it (submit_unknown).
+func chunkHint(ch admin.ChunkView) string {
+	switch ch.State {
+	case string(store.ChunkFailed):
+		return submit.Hint(submit.OutcomeRejected)
+	case string(store.ChunkUnknown):
+		return submit.Hint(submit.OutcomeUnknown)
 	}
 	return ""
 }
@@ -124,7 +138,7 @@ func submitCmd(ctx context.Context, args []string, e Env) int {
 // batch ids and says which chunks did not make it.
 func waitSubmitted(ctx context.Context, c *adminClient, id string, every time.Duration, asJSON bool, e Env) int {
 	tty := logging.IsTerminal(e.Stderr)
-	lastReason := ""
+	lastKey := ""
 	for {
 		raw, err := c.do(ctx, http.MethodGet, "/admin/submissions/"+url.PathEscape(id))
 		if err != nil {
@@ -151,12 +165,14 @@ func waitSubmitted(ctx context.Context, c *adminClient, id string, every time.Du
 				line += "; " + why
 			}
 			fmt.Fprintf(e.Stderr, "\r\x1b[K%s", line)
-		case why != "" && sub.Waiting.Reason != lastReason:
-			// Not a terminal: one line each time the reason changes.
+		case why != "" && waitingKey(sub.Waiting) != lastKey:
+			// Not a terminal: one line each time the reason changes, with
+			// the chunk's last error in full (a log has no width).
+			if w := sub.Waiting; w.LastError != "" {
+				why += " (last error: " + w.LastError + ")"
+			}
 			fmt.Fprintln(e.Stderr, why)
-		}
-		if sub.Waiting != nil {
-			lastReason = sub.Waiting.Reason
+			lastKey = waitingKey(sub.Waiting)
 		}
 		if pending == 0 {
 			if tty {
@@ -192,6 +208,8 @@ func reportSubmitted(sub admin.SubmissionView, raw []byte, counts map[string]int
 			line := fmt.Sprintf("chunk %d (%s) %s: %s", ch.Index, plural(ch.CPFs, "CPF", "CPFs"), ch.State, ch.LastError)
 			if n := chunkNote(ch); n != "" {
 				line += " (" + n + ")"
+			} else if h := chunkHint(ch); h != "" {
+				line += " (" + h + ")"
 			}
 			fmt.Fprintln(e.Stderr, line)
 		}
@@ -205,10 +223,14 @@ func reportSubmitted(sub admin.SubmissionView, raw []byte, counts map[string]int
 }
 
 const submissionsUsage = `Usage:
+  batchhook submissions list [--limit N] [--cursor C] [--json] [--admin URL]
   batchhook submissions show ID [--json] [--admin URL]
   batchhook submissions unknown [--json] [--admin URL]
   batchhook submissions resend ID CHUNK [--admin URL]
 
+"list" lists the submissions, newest first: id, when, batches submitted
+of all, valid CPFs, and the state (submitted; incomplete: some chunk failed
+or is submit_unknown; waiting, with why and what to do).
 "show" lists a submission's batches (chunks) and their states; "unknown"
 lists the chunks left submit_unknown: the provider may have accepted them,
 so batchhook never sends them again by itself. "resend" puts a failed or
@@ -225,6 +247,9 @@ func submissionsCmd(ctx context.Context, args []string, e Env) int {
 		return 2
 	}
 	sub := args[0]
+	if sub == "list" {
+		return submissionsList(ctx, args[1:], e)
+	}
 	fs := newFlags("submissions "+sub, submissionsUsage, e.Stderr)
 	asJSON, client := adminFlags(fs)
 	pos, err := parseArgs(fs, args[1:])

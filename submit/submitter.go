@@ -81,6 +81,9 @@ type Submitter struct {
 	resumeAuth atomic.Bool
 	// wait is what holds the submitter back at its last step (Wait).
 	wait atomic.Pointer[Wait]
+	// lastFail is the last attempt the provider did not accept (its chunk
+	// waits to be sent again), until an attempt settles; Wait reports it.
+	lastFail Result
 }
 
 // NewSubmitter checks o and returns a Submitter.
@@ -196,6 +199,9 @@ func (s *Submitter) Step(ctx context.Context) (time.Duration, error) {
 	}
 	c, err := s.o.Queue.NextChunk()
 	if err != nil || c == nil {
+		if c == nil && err == nil {
+			s.lastFail = Result{} // its chunk left the queue (erased, say)
+		}
 		s.setWait("", time.Time{}, 0)
 		return s.o.IdlePoll, err
 	}
@@ -261,7 +267,7 @@ func (s *Submitter) settle(ctx context.Context, c *store.Chunk, res Result) (tim
 	}
 	switch res.Outcome {
 	case OutcomeSubmitted:
-		s.failures = 0
+		s.failures, s.lastFail = 0, Result{}
 		a := &accepted{chunk: c, batchID: res.BatchID, at: now}
 		if err := s.record(a); err != nil {
 			// The provider has the batch but the store could not say so:
@@ -275,13 +281,13 @@ func (s *Submitter) settle(ctx context.Context, c *store.Chunk, res Result) (tim
 		}
 		return 0, nil
 	case OutcomeRejected:
-		s.failures = 0
+		s.failures, s.lastFail = 0, Result{}
 		log.Error().Str("event", "chunk_failed").Str("reason", res.Reason).Msg("the provider refused the chunk; it is not sent again")
 		return 0, s.retryStore(ctx, log, func() error {
 			return s.o.Queue.ChunkGiveUp(c.Seq, c.Index, store.ChunkFailed, res.Reason, now)
 		})
 	case OutcomeUnknown:
-		s.failures = 0
+		s.failures, s.lastFail = 0, Result{}
 		log.Error().Str("event", "chunk_submit_unknown").Str("reason", res.Reason).
 			Msg("the provider may have accepted the chunk; it is not sent again automatically (see docs/operations.md, submit_unknown)")
 		return 0, s.retryStore(ctx, log, func() error {
@@ -291,6 +297,10 @@ func (s *Submitter) settle(ctx context.Context, c *store.Chunk, res Result) (tim
 		s.failures++
 		delay := backoff.Delay(s.failures, s.o.BackoffBase, s.o.BackoffMax, res.RetryAfter, s.o.Jitter())
 		s.pause, s.authHold = now.Add(delay), res.Outcome == OutcomeAuth
+		// Said now, not at the next step: Run sleeps through the backoff,
+		// and the admin API must show the reason meanwhile.
+		s.lastFail = Result{Outcome: res.Outcome, Reason: res.Reason}
+		s.setWait(WaitBackoff, s.pause, 0)
 		log.Warn().Str("event", "chunk_retry").Str("reason", res.Reason).Int("attempt", c.Attempts+1).
 			Int64("retry_in_ms", delay.Milliseconds()).Msg("chunk not accepted; it waits and is sent again")
 		return delay, s.retryStore(ctx, log, func() error {
