@@ -30,7 +30,10 @@ splits the rest into batches of at most 1,000 and submits them within the
 provider's limits. Invalid lines are printed with their line numbers, masked.
 Then it waits until every batch is submitted (progress on a terminal) and
 prints the batch ids, one a line, or the submission as JSON.
-Exit status: 0 when every chunk was submitted, 1 otherwise.
+Exit status: 0 when every chunk was submitted, 1 otherwise. It stops
+waiting (exit 1) as soon as the provider refuses the API key, which no
+retry can mend: it prints what to fix, and the daemon keeps the submission
+and sends it once the key is fixed (batchhook submissions show ID).
 
 --dry-run validates and splits the file here, exactly as the daemon would
 (the same parser and the same split), and prints what would be submitted:
@@ -179,6 +182,15 @@ func waitSubmitted(ctx context.Context, c *adminClient, id string, every time.Du
 				fmt.Fprintln(e.Stderr)
 			}
 			return reportSubmitted(sub, raw, counts, asJSON, e)
+		}
+		if w := sub.Waiting; w != nil && w.ErrorKind == string(submit.OutcomeAuth) {
+			// Waiting on would hang a script for ever: only an operator
+			// mends a refused key. The reason was printed above.
+			if tty {
+				fmt.Fprintln(e.Stderr)
+			}
+			fmt.Fprintf(e.Stderr, "batchhook submit: stopped waiting: %s; the daemon keeps the submission and sends it once the key is fixed: batchhook submissions show %s\n", w.Hint, id)
+			return 1
 		}
 		select {
 		case <-ctx.Done():
