@@ -19,8 +19,10 @@ import (
 const statusUsage = `Usage: batchhook status [--json] [--admin URL]
 
 One screen of the running daemon's health (GET /admin/status): readiness,
-build, the last webhook accepted and its age, the queue, the sinks, the
-provider, how the previous run ended, and warnings that say what to do.
+build, which daemon answered (its listeners and data directory), the last
+webhook accepted and its age, webhooks refused with 401 and requests to
+unknown paths, the queue, the sinks, the provider, how the previous run
+ended, and warnings that say what to do.
 --json prints the admin API's reply instead (the same fields).
 
 Exit status: 0 ready and no warnings; 1 the daemon answered but is not
