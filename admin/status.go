@@ -37,8 +37,19 @@ type Facts struct {
 	// zero when none was since start.
 	LastAccepted []ProductTime
 	// NotFoundRequests counts requests to paths the webhook listener
-	// does not serve, since start.
+	// does not serve, since start; LastNotFound is when the last came
+	// (zero when none did).
 	NotFoundRequests uint64
+	LastNotFound     time.Time
+	// Unauthorized counts the webhooks refused with 401 (a signature that
+	// did not verify) since start, batch and payments together;
+	// LastUnauthorized is when the last came (zero when none did).
+	Unauthorized     uint64
+	LastUnauthorized time.Time
+	// ListenAddr and AdminAddr are the addresses the webhook and admin
+	// listeners are bound to, DataDir the data directory as an absolute
+	// path: which daemon answers, when another one may hold the ports.
+	ListenAddr, AdminAddr, DataDir string
 	// Sinks are the configured delivery sinks (file is the export itself,
 	// with no outbox); PaymentSinks those that take payment events, when
 	// payments are on.
@@ -93,24 +104,47 @@ type StatusView struct {
 	Build          BuildView `json:"build"`
 	StartedAt      time.Time `json:"started_at"`
 	UptimeSeconds  int64     `json:"uptime_seconds"`
+	// ListenAddr, AdminAddr and DataDir say which daemon this is (the
+	// started line's listen_addr, admin_addr and data_dir).
+	ListenAddr string `json:"listen_addr"`
+	AdminAddr  string `json:"admin_addr"`
+	DataDir    string `json:"data_dir"`
 	// LastAccepted is keyed by product: batch, and payments when served.
-	LastAccepted      map[string]LastAcceptedView `json:"last_accepted"`
-	NotFoundRequests  uint64                      `json:"not_found_requests"`
-	Queue             QueueView                   `json:"queue"`
-	Chunks            map[string]int              `json:"chunks"`
-	Sinks             []SinkStatusView            `json:"sinks"`
-	PaymentSinks      []PaymentSinkStatusView     `json:"payment_sinks,omitempty"`
-	Provider          ProviderView                `json:"provider"`
-	PreviousRunFailed *PreviousRunView            `json:"previous_run_failed"`
+	LastAccepted     map[string]LastAcceptedView `json:"last_accepted"`
+	NotFoundRequests uint64                      `json:"not_found_requests"`
+	LastNotFound     LastSeenView                `json:"last_not_found"`
+	// UnauthorizedWebhooks counts webhooks refused with 401 since start
+	// (batch and payments).
+	UnauthorizedWebhooks uint64                  `json:"unauthorized_webhooks"`
+	LastUnauthorized     LastSeenView            `json:"last_unauthorized"`
+	Queue                QueueView               `json:"queue"`
+	Chunks               map[string]int          `json:"chunks"`
+	Sinks                []SinkStatusView        `json:"sinks"`
+	PaymentSinks         []PaymentSinkStatusView `json:"payment_sinks,omitempty"`
+	Provider             ProviderView            `json:"provider"`
+	PreviousRunFailed    *PreviousRunView        `json:"previous_run_failed"`
 	// Warnings name each problem found and what to do about it; empty
 	// (never null) when there is none.
 	Warnings []string `json:"warnings"`
 }
 
-// LastAcceptedView is the last accepted webhook of one product.
-type LastAcceptedView struct {
+// LastSeenView is when the last request of a kind came and its age; both
+// null when none came since start.
+type LastSeenView struct {
 	At         *time.Time `json:"at"`
 	AgeSeconds *int64     `json:"age_seconds"`
+}
+
+// LastAcceptedView is the last accepted webhook of one product.
+type LastAcceptedView = LastSeenView
+
+// lastSeen is the view of at, null when at is zero.
+func lastSeen(at, now time.Time) LastSeenView {
+	if at.IsZero() {
+		return LastSeenView{}
+	}
+	at, age := at.UTC(), seconds(now.Sub(at))
+	return LastSeenView{At: &at, AgeSeconds: &age}
 }
 
 // QueueView is the batches by state, the age of the oldest one not yet in
@@ -143,6 +177,14 @@ type PaymentSinkStatusView struct {
 // was accepted since, like batchhook_last_accepted_timestamp_seconds.
 const QuietAfter = time.Hour
 
+// RecentWithin is how recent the last webhook refused with 401, or the
+// last request to an unknown path, must be for the status to warn of it.
+// A wrong signing secret or webhook URL repeats with every delivery, so it
+// keeps the warning up; one mistaken request (a client pointed at the
+// webhook port) lets it go after this long instead of marking the daemon
+// unhealthy until a restart. The counts since start stay in the summary.
+const RecentWithin = time.Hour
+
 // status is GET /admin/status. It answers 200 whatever it finds (the
 // findings are the content); a part the store cannot read is left empty
 // and said in the warnings.
@@ -153,18 +195,15 @@ func (s *Server) status(c echo.Context) error {
 	now := s.o.Now()
 	f := s.o.Status()
 	v := StatusView{Ready: true, Build: f.Build, StartedAt: f.StartedAt.UTC(), UptimeSeconds: seconds(now.Sub(f.StartedAt)),
-		LastAccepted: map[string]LastAcceptedView{}, NotFoundRequests: f.NotFoundRequests, Chunks: map[string]int{},
+		ListenAddr: f.ListenAddr, AdminAddr: f.AdminAddr, DataDir: f.DataDir,
+		LastAccepted: map[string]LastAcceptedView{}, NotFoundRequests: f.NotFoundRequests, LastNotFound: lastSeen(f.LastNotFound, now),
+		UnauthorizedWebhooks: f.Unauthorized, LastUnauthorized: lastSeen(f.LastUnauthorized, now), Chunks: map[string]int{},
 		Sinks: []SinkStatusView{}, Provider: f.Provider, PreviousRunFailed: f.PreviousRun, Warnings: []string{}}
 	if err := s.o.Ready(); err != nil {
 		v.Ready, v.NotReadyReason = false, err.Error()
 	}
 	for _, p := range f.LastAccepted {
-		var lv LastAcceptedView
-		if !p.At.IsZero() {
-			at, age := p.At.UTC(), seconds(now.Sub(p.At))
-			lv = LastAcceptedView{At: &at, AgeSeconds: &age}
-		}
-		v.LastAccepted[p.Product] = lv
+		v.LastAccepted[p.Product] = lastSeen(p.At, now)
 	}
 	var unreadable []string
 	s.statusQueue(&v, now, &unreadable)
@@ -244,9 +283,20 @@ func warnings(v *StatusView, f Facts, now time.Time, unreadable []string) []stri
 	for _, e := range unreadable {
 		out = append(out, "the store's counts could not be read ("+e+"): the summary is incomplete")
 	}
-	if n := v.NotFoundRequests; n > 0 {
-		out = append(out, fmt.Sprintf("%s to unknown paths on the webhook listener since start: is the provider's webhook URL right? "+
-			"(webhook_unknown_path in the log names the path)", countOf(int(n), "request", "requests")))
+	if n := f.Unauthorized; n > 0 && recent(f.LastUnauthorized, now) {
+		secret, events := "BATCHHOOK_SIGNING_SECRET[_FILE]", "webhook_rejected"
+		if _, ok := v.LastAccepted["payments"]; ok {
+			secret += " (payments: BATCHHOOK_PAYMENTS_SIGNING_SECRET[_FILE])"
+			events += ", payment_rejected"
+		}
+		out = append(out, fmt.Sprintf("%s refused with 401 (bad signature) since start, the last %s ago: the provider may sign with "+
+			"another secret than %s; batchhook rejected list (GET /admin/rejected), then batchhook verify on one of them "+
+			"with the secret the provider uses (%s in the log)",
+			countOf(int(n), "webhook", "webhooks"), FormatAge(now.Sub(f.LastUnauthorized)), secret, events))
+	}
+	if n := f.NotFoundRequests; n > 0 && recent(f.LastNotFound, now) {
+		out = append(out, fmt.Sprintf("%s to unknown paths on the webhook listener since start, the last %s ago: is the provider's webhook URL right? "+
+			"(webhook_unknown_path in the log names the path)", countOf(int(n), "request", "requests"), FormatAge(now.Sub(f.LastNotFound))))
 	}
 	if f.Provider.Problem != "" {
 		out = append(out, f.Provider.Problem)
@@ -292,6 +342,10 @@ func warnings(v *StatusView, f Facts, now time.Time, unreadable []string) []stri
 	}
 	return out
 }
+
+// recent says whether at is within RecentWithin of now; a zero at (none
+// came) is not.
+func recent(at, now time.Time) bool { return !at.IsZero() && now.Sub(at) < RecentWithin }
 
 // countOf is n with its noun, singular or plural.
 func countOf(n int, one, many string) string {

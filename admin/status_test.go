@@ -153,7 +153,7 @@ func TestStatusWarnsOfEachProblem(t *testing.T) {
 	}
 	failedAt := now.Add(-5 * time.Hour)
 	s.set(Facts{StartedAt: now.Add(-2*time.Hour - 5*time.Minute), LastAccepted: []ProductTime{{Product: "batch"}, {Product: "payments", At: now.Add(-90 * time.Second)}},
-		NotFoundRequests: 12, Sinks: []string{"http"}, PaymentSinks: []string{"file"},
+		NotFoundRequests: 12, LastNotFound: now.Add(-3 * time.Minute), Unauthorized: 4, LastUnauthorized: now.Add(-2 * time.Minute), Sinks: []string{"http"}, PaymentSinks: []string{"file"},
 		Provider:    ProviderView{Misconfigured: true, Problem: "the provider answered 404 to the last 5 calls: check BATCHHOOK_API_BASE_URL", LastAnswer: "401", KeyRefused: true, KeyRefusals: 3},
 		PreviousRun: &PreviousRunView{Reason: "failed commit: no space left on device", When: &failedAt}},
 		errors.New("store not writable: disk full"))
@@ -182,7 +182,9 @@ func TestStatusWarnsOfEachProblem(t *testing.T) {
 		t.Fatalf("chunks, previous run or provider missing in %s", raw)
 	}
 	want := []string{
-		"12 requests to unknown paths on the webhook listener since start: is the provider's webhook URL right? (webhook_unknown_path",
+		"4 webhooks refused with 401 (bad signature) since start, the last 2m ago: the provider may sign with another secret than " +
+			"BATCHHOOK_SIGNING_SECRET[_FILE] (payments: BATCHHOOK_PAYMENTS_SIGNING_SECRET[_FILE]); batchhook rejected list (GET /admin/rejected)",
+		"12 requests to unknown paths on the webhook listener since start, the last 3m ago: is the provider's webhook URL right? (webhook_unknown_path",
 		"check BATCHHOOK_API_BASE_URL",
 		"the provider refused the API key on its last 3 answers (401/403): put the right key in BATCHHOOK_API_KEY_FILE and send SIGHUP",
 		"the previous run did not stop cleanly at 2026-11-24T07:00:00Z: failed commit: no space left on device",
@@ -214,5 +216,49 @@ func TestFormatAge(t *testing.T) {
 		if got := FormatAge(d); got != want {
 			t.Errorf("FormatAge(%s) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+// A 401 or an unknown path warns while the last one is recent: a wrong
+// secret or URL repeats with every delivery, one mistaken request must not
+// keep the daemon unhealthy until a restart. The counts since start and the
+// last times stay in the reply either way.
+func TestStatusWarnsOfRecentRefusalsAndUnknownPathsOnly(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	s := newStatusServer(t, "", now)
+	base := Facts{StartedAt: now.Add(-3 * time.Hour), LastAccepted: []ProductTime{{Product: "batch"}}}
+
+	recentF := base
+	recentF.NotFoundRequests, recentF.LastNotFound = 1, now.Add(-RecentWithin+time.Minute)
+	recentF.Unauthorized, recentF.LastUnauthorized = 1, now.Add(-30*time.Second)
+	s.set(recentF, nil)
+	_, v, raw := getStatus(t, s.url, "")
+	if len(v.Warnings) != 2 ||
+		!strings.HasPrefix(v.Warnings[0], "1 webhook refused with 401 (bad signature) since start, the last 30s ago: the provider may sign with another secret than BATCHHOOK_SIGNING_SECRET[_FILE]; ") ||
+		!strings.HasSuffix(v.Warnings[0], "(webhook_rejected in the log)") ||
+		!strings.HasPrefix(v.Warnings[1], "1 request to unknown paths on the webhook listener since start, the last 59m ago") {
+		t.Fatalf("recent 401 and unknown path: warnings %q", v.Warnings)
+	}
+	if v.UnauthorizedWebhooks != 1 || v.LastUnauthorized.AgeSeconds == nil || *v.LastUnauthorized.AgeSeconds != 30 ||
+		v.LastNotFound.At == nil || !v.LastNotFound.At.Equal(recentF.LastNotFound) {
+		t.Fatalf("recent: counts and times = %s", raw)
+	}
+
+	old := base
+	old.NotFoundRequests, old.LastNotFound = 1, now.Add(-RecentWithin)
+	old.Unauthorized, old.LastUnauthorized = 3, now.Add(-2*time.Hour)
+	s.set(old, nil)
+	_, v, raw = getStatus(t, s.url, "")
+	if len(v.Warnings) != 0 {
+		t.Fatalf("a 401 and an unknown path over %s ago still warn: %q", RecentWithin, v.Warnings)
+	}
+	if v.NotFoundRequests != 1 || v.UnauthorizedWebhooks != 3 || v.LastUnauthorized.AgeSeconds == nil || *v.LastUnauthorized.AgeSeconds != 7200 {
+		t.Fatalf("old: the counts since start must stay: %s", raw)
+	}
+
+	s.set(base, nil)
+	if _, _, raw := getStatus(t, s.url, ""); !strings.Contains(raw, `"unauthorized_webhooks":0,"last_unauthorized":{"at":null,"age_seconds":null}`) ||
+		!strings.Contains(raw, `"last_not_found":{"at":null,"age_seconds":null}`) {
+		t.Fatalf("none since start: want 0 and null times in %s", raw)
 	}
 }

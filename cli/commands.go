@@ -62,7 +62,7 @@ func commands(serve RunFunc) []Command {
 			Run: restoreCmd, Flags: []string{"create", "data-dir"}},
 		{Name: "compact", Synopsis: "compact", Summary: "(daemon stopped) rewrite the database without its free space",
 			Run: compactCmd, Flags: []string{"data-dir", "keep"}},
-		{Name: "healthcheck", Synopsis: "healthcheck", Summary: "exit 0 when the daemon's /healthz answers (--wait: until it does)",
+		{Name: "healthcheck", Synopsis: "healthcheck", Summary: "exit 0 when /healthz (--ready: /readyz) answers; --wait D keeps asking",
 			Run: healthcheckCmd, Flags: []string{"admin", "ready", "wait"}},
 		{Name: "bench", Synopsis: "bench", Summary: "load a webhook endpoint (or --bare: the baseline)",
 			Run: benchCmd, Flags: []string{"allow-remote", "bare", "count", "duration", "invalid", "json", "replay",

@@ -61,3 +61,24 @@ func TestUsageListsEveryCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestHealthcheckSummaryNamesItsFlags: the usage line is where a start
+// script's author looks, so it says that --ready asks /readyz and that
+// --wait keeps asking; every flag a summary names is one its command has.
+func TestHealthcheckSummaryNamesItsFlags(t *testing.T) {
+	flagToken := regexp.MustCompile(`--([a-z][a-z0-9-]+)`)
+	for _, c := range commands(func(context.Context, []string, Env) int { return 0 }) {
+		for _, m := range flagToken.FindAllStringSubmatch(c.Summary, -1) {
+			if !slices.Contains(c.Flags, m[1]) {
+				t.Errorf("the summary of %s names --%s, which it does not take", c.Name, m[1])
+			}
+		}
+		if c.Name == "healthcheck" {
+			for _, want := range []string{"/healthz", "--ready: /readyz", "--wait"} {
+				if !strings.Contains(c.Summary, want) {
+					t.Errorf("healthcheck's summary %q does not say %q", c.Summary, want)
+				}
+			}
+		}
+	}
+}

@@ -19,8 +19,10 @@ import (
 const statusUsage = `Usage: batchhook status [--json] [--admin URL]
 
 One screen of the running daemon's health (GET /admin/status): readiness,
-build, the last webhook accepted and its age, the queue, the sinks, the
-provider, how the previous run ended, and warnings that say what to do.
+build, which daemon answered (its listeners and data directory), the last
+webhook accepted and its age, webhooks refused with 401 and requests to
+unknown paths, the queue, the sinks, the provider, how the previous run
+ended, and warnings that say what to do.
 --json prints the admin API's reply instead (the same fields).
 
 Exit status: 0 ready and no warnings; 1 the daemon answered but is not
@@ -112,6 +114,11 @@ func printStatus(w io.Writer, v admin.StatusView) {
 	fmt.Fprintf(tw, "ready\t%s\n", ready)
 	fmt.Fprintf(tw, "build\t%s, commit %s, %s\n", v.Build.Version, shortCommit(v.Build.Commit), v.Build.Go)
 	fmt.Fprintf(tw, "started\t%s (up %s)\n", timeOrDash(v.StartedAt), admin.FormatAge(time.Duration(v.UptimeSeconds)*time.Second))
+	// Which daemon answered: a leftover one on the same ports shows
+	// another data directory.
+	fmt.Fprintf(tw, "webhook listener\t%s\n", orDash(v.ListenAddr))
+	fmt.Fprintf(tw, "admin listener\t%s\n", orDash(v.AdminAddr))
+	fmt.Fprintf(tw, "data dir\t%s\n", orDash(v.DataDir))
 	for _, p := range []string{"batch", "payments"} {
 		la, ok := v.LastAccepted[p]
 		if !ok {
@@ -123,7 +130,8 @@ func printStatus(w io.Writer, v admin.StatusView) {
 		}
 		fmt.Fprintf(tw, "last %s webhook\t%s\n", p, last)
 	}
-	fmt.Fprintf(tw, "unknown paths\t%s since start\n", plural(int(v.NotFoundRequests), "request", "requests"))
+	fmt.Fprintf(tw, "unknown paths\t%s since start%s\n", plural(int(v.NotFoundRequests), "request", "requests"), lastAgo(v.LastNotFound))
+	fmt.Fprintf(tw, "refused (401)\t%d since start%s\n", v.UnauthorizedWebhooks, lastAgo(v.LastUnauthorized))
 	fmt.Fprintf(tw, "batches\t%s\n", stateCounts(v.Queue.Batches, store.States))
 	oldest := "none pending"
 	if v.Queue.OldestAgeSeconds != nil {
@@ -131,6 +139,11 @@ func printStatus(w io.Writer, v admin.StatusView) {
 	}
 	fmt.Fprintf(tw, "queue\t%d in flight, %s\n", v.Queue.InFlight, oldest)
 	fmt.Fprintf(tw, "chunks\t%s\n", stateCounts(v.Chunks, store.ChunkStates))
+	if len(v.Sinks) == 0 {
+		// The daemon lists its delivery sinks; with none, file is the only
+		// sink (one is required), and it has no outbox to show.
+		fmt.Fprintln(tw, "sinks\tfile only (exports on disk; no delivery queue)")
+	}
 	fmt.Fprintf(tw, "provider\t%s\n", providerLine(v.Provider))
 	prev := "stopped cleanly (or first start)"
 	if p := v.PreviousRunFailed; p != nil {
@@ -195,6 +208,14 @@ func providerLine(p admin.ProviderView) string {
 		parts = append(parts, "MISCONFIGURED (404 to everything)")
 	}
 	return strings.Join(parts, "; ")
+}
+
+// lastAgo is ", last 2m ago", or nothing when none came.
+func lastAgo(l admin.LastSeenView) string {
+	if l.AgeSeconds == nil {
+		return ""
+	}
+	return ", last " + admin.FormatAge(time.Duration(*l.AgeSeconds)*time.Second) + " ago"
 }
 
 func ageOrDash(s *int64) string {

@@ -72,3 +72,38 @@ func TestStatusExitCodesAndScreen(t *testing.T) {
 		t.Fatalf("not ready = %d\n%s%s", code, out, errOut)
 	}
 }
+
+// The screen names which daemon answered (its listeners and data
+// directory), counts the webhooks refused with 401 and the unknown paths
+// since start with the age of the last, exits 1 on a recent 401 with the
+// warning that names the secret, and says when file is the only sink.
+func TestStatusScreenNamesTheDaemonAndRefusals(t *testing.T) {
+	t.Setenv("BATCHHOOK_ADMIN_TOKEN", "tok")
+	now := time.Now()
+	facts := admin.Facts{Build: admin.BuildView{Version: "v9", Commit: "c", Go: "go1.x"}, StartedAt: now.Add(-time.Hour),
+		LastAccepted: []admin.ProductTime{{Product: "batch"}},
+		ListenAddr:   "127.0.0.1:8080", AdminAddr: "127.0.0.1:9090", DataDir: "/var/lib/batchhook",
+		NotFoundRequests: 12, LastNotFound: now.Add(-2 * time.Hour),
+		Unauthorized: 4, LastUnauthorized: now.Add(-2*time.Minute - 5*time.Second)}
+	out, errOut, code := runIn(t, statusCmd, "--admin", statusAdmin(t, "tok", func() error { return nil }, facts))
+	for _, re := range []string{`^webhook listener\s+127\.0\.0\.1:8080$`, `^admin listener\s+127\.0\.0\.1:9090$`, `^data dir\s+/var/lib/batchhook$`,
+		`^unknown paths\s+12 requests since start, last 2h ago$`, `^refused \(401\)\s+4 since start, last 2m ago$`,
+		`^sinks\s+file only \(exports on disk; no delivery queue\)$`,
+		`^  - 4 webhooks refused with 401 \(bad signature\) since start, the last 2m ago: the provider may sign with another secret than BATCHHOOK_SIGNING_SECRET\[_FILE\]; `} {
+		if !regexpLine(out, re) {
+			t.Errorf("no line matches %s", re)
+		}
+	}
+	if code != 1 || !strings.Contains(out, "1 warning:") || strings.Contains(out, "SINK") {
+		t.Errorf("exit %d, want 1 with the 401 warning only (the unknown path is 2h old) and no sink table", code)
+	}
+	if t.Failed() {
+		t.Fatalf("screen:\n%s%s", out, errOut)
+	}
+
+	facts.Unauthorized, facts.LastUnauthorized, facts.Sinks = 0, time.Time{}, []string{"http"}
+	out, errOut, code = runIn(t, statusCmd, "--admin", statusAdmin(t, "tok", func() error { return nil }, facts))
+	if code != 0 || !regexpLine(out, `^refused \(401\)\s+0 since start$`) || regexpLine(out, `^sinks\s`) || !regexpLine(out, `^http\s+0\s+0\s+-$`) {
+		t.Fatalf("no 401, an http sink: exit %d, want 0 with no sinks line and the table\n%s%s", code, out, errOut)
+	}
+}

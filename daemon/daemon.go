@@ -114,6 +114,9 @@ type Daemon struct {
 	build buildinfo.Info
 	// startedAt is when Start began, for the status summary.
 	startedAt time.Time
+	// dataDir is BATCHHOOK_DATA_DIR made absolute at the start, for the
+	// started line and the status summary.
+	dataDir string
 
 	stopOnce sync.Once
 	stopErr  error
@@ -148,6 +151,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	}()
 	cfg := d.cfg
 	d.startedAt = time.Now()
+	d.dataDir = absPath(cfg.DataDir)
 	logWarnings(d.log, cfg.Warnings)
 	if d.store, err = store.Open(cfg.DataDir, LockTimeout); err != nil {
 		return dirError("DATA_DIR", cfg.DataDir, err)
@@ -295,7 +299,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		Str("version", d.build.Version).Str("commit", d.build.Commit).Str("go", d.build.Go).
 		Str("listen_addr", d.addr.String()).
 		Str("admin_addr", d.adminAddr.String()).Bool("admin_token", len(cfg.AdminToken) > 0).
-		Str("webhook_path", cfg.WebhookPath).Str("data_dir", absPath(cfg.DataDir)).Str("export_dir", d.exports.Root()).
+		Str("webhook_path", cfg.WebhookPath).Str("data_dir", d.dataDir).Str("export_dir", d.exports.Root()).
 		Str("api_base_url", cfg.APIBaseURL).Int("fetch_workers", cfg.FetchWorkers).
 		Strs("sinks", cfg.SinkNames()).Int("sink_workers", cfg.SinkWorkers).
 		Str("signing_secret_fingerprint", cfg.SigningSecret.Fingerprint()).

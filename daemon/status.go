@@ -6,16 +6,26 @@ import (
 )
 
 // statusFacts is what GET /admin/status needs from the daemon itself: the
-// values it already holds (build, start, the metrics' last-accepted times
-// and not_found count, the provider watch, the run marker's account of the
-// previous run) and the configured sinks. It reads no record; the admin
-// server adds the store's counts.
+// values it already holds (build, start, its addresses and data directory,
+// the metrics' last-accepted times and its counts and last times of
+// unknown paths and refused webhooks, the provider watch, the run marker's
+// account of the previous run) and the configured sinks. It reads no
+// record; the admin server adds the store's counts.
 func (d *Daemon) statusFacts() admin.Facts {
+	notFound, unauthorized := d.metrics.NotFound(), d.metrics.Unauthorized()
 	f := admin.Facts{
 		Build:            admin.BuildView{Version: d.build.Version, Commit: d.build.Commit, Go: d.build.Go},
 		StartedAt:        d.startedAt,
-		NotFoundRequests: d.metrics.NotFoundRequests(),
-		Sinks:            deliverySinks(d.cfg),
+		NotFoundRequests: notFound.Count, LastNotFound: notFound.Last,
+		Unauthorized: unauthorized.Count, LastUnauthorized: unauthorized.Last,
+		ListenAddr: d.cfg.ListenAddr, AdminAddr: d.adminAddr.String(), DataDir: d.dataDir,
+		Sinks: deliverySinks(d.cfg),
+	}
+	// The admin listener serves before the webhook listener is bound:
+	// until listening says it is (which orders the write of d.addr before
+	// this read), the configured address is all there is.
+	if d.listening.Load() {
+		f.ListenAddr = d.addr.String()
 	}
 	products := []string{metrics.ProductBatch}
 	if d.payments {

@@ -72,3 +72,49 @@ func TestLastAcceptedGauge(t *testing.T) {
 		t.Fatalf("NotFoundRequests = %d, want 1 as the series says", n)
 	}
 }
+
+// The status summary warns of recent refusals and unknown paths only, so
+// the metrics keep the time of the last of each beside the count: a 401
+// of either webhook counts once, a not_found or any other outcome not at
+// all as a refusal.
+func TestLastRefusedAndNotFound(t *testing.T) {
+	st, err := store.Open(t.TempDir(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	start := time.Unix(1700000000, 0)
+	now := start
+	m := New(st, func() time.Time { return now })
+	pay := m.Payments([]string{"accepted", "unauthorized"})
+	if (m.NotFound() != Seen{}) || (m.Unauthorized() != Seen{}) {
+		t.Fatalf("at start: not found %+v, unauthorized %+v; want both zero", m.NotFound(), m.Unauthorized())
+	}
+	now = start.Add(time.Minute)
+	m.WebhookHandled(OutcomeNotFound, 0)
+	m.WebhookHandled(OutcomeUnauthorized, time.Millisecond)
+	now = start.Add(2 * time.Minute)
+	m.WebhookHandled("accepted", time.Millisecond)
+	m.WebhookHandled("invalid", time.Millisecond)
+	pay.PaymentHandled("accepted", 0)
+	if got := m.NotFound(); got.Count != 1 || !got.Last.Equal(start.Add(time.Minute)) {
+		t.Fatalf("NotFound = %+v, want 1 at +1m", got)
+	}
+	if got := m.Unauthorized(); got.Count != 1 || !got.Last.Equal(start.Add(time.Minute)) {
+		t.Fatalf("Unauthorized = %+v, want 1 at +1m (accepted and invalid are no refusals)", got)
+	}
+	now = start.Add(3 * time.Minute)
+	pay.PaymentHandled(OutcomeUnauthorized, 0)
+	if got := m.Unauthorized(); got.Count != 2 || !got.Last.Equal(now) {
+		t.Fatalf("Unauthorized after a payments 401 = %+v, want 2 at +3m", got)
+	}
+	if n := m.NotFoundRequests(); n != 1 {
+		t.Fatalf("NotFoundRequests = %d, want 1", n)
+	}
+	text := scrape(t, m)
+	for _, want := range []string{`batchhook_webhook_requests_total{outcome="unauthorized"} 1`, `batchhook_payment_events_total{outcome="unauthorized"} 1`} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("want %q in\n%s", want, text)
+		}
+	}
+}

@@ -49,9 +49,11 @@ type Metrics struct {
 	collector       *stateCollector
 	now             func() time.Time
 	last            *lastAccepted
-	// notFound mirrors the not_found series for the status summary,
-	// which reads it without going through the registry.
-	notFound atomic.Uint64
+	// notFound and unauthorized mirror the not_found and unauthorized
+	// outcomes (the payments webhook's unauthorized too) for the status
+	// summary, which reads them without going through the registry and
+	// needs the time of the last one, which no series holds.
+	notFound, unauthorized *seen
 }
 
 // New registers every collector, the Go runtime and process collectors
@@ -108,9 +110,11 @@ func New(states States, now func() time.Time) *Metrics {
 			Name: "batchhook_purged_total",
 			Help: "Personal data deleted by the purger, by kind (export, record, quarantine, audit, chunk_cpfs, payment_body, payment_day_file).",
 		}, []string{"kind"}),
-		collector: &stateCollector{states: states, now: now},
-		now:       now,
-		last:      &lastAccepted{start: now()},
+		collector:    &stateCollector{states: states, now: now},
+		now:          now,
+		last:         &lastAccepted{start: now()},
+		notFound:     &seen{},
+		unauthorized: &seen{},
 	}
 	m.reg.MustRegister(m.webhookRequests, m.webhookAck, m.fetchPages, m.fetchErrors, m.exportItems,
 		m.batchesFinished, m.reloads, m.submissions, m.reconciled, m.logLinesDropped, m.sinkDeliveries, m.purged, m.collector,
@@ -151,17 +155,20 @@ func (m *Metrics) Handler() http.Handler {
 }
 
 // WebhookHandled counts one webhook listener request and its reply time,
-// and notes the time of an accepted one. A request to a path the listener
-// does not serve (not_found) is counted, not timed: no handler ran, and a
-// sender posting to the wrong URL must not make the reply times look fast.
+// and notes the time of an accepted one, of a refused one (401) and of one
+// to an unknown path. A request to a path the listener does not serve
+// (not_found) is counted, not timed: no handler ran, and a sender posting
+// to the wrong URL must not make the reply times look fast.
 func (m *Metrics) WebhookHandled(outcome string, took time.Duration) {
 	m.webhookRequests.WithLabelValues(outcome).Inc()
 	switch outcome {
 	case OutcomeNotFound:
-		m.notFound.Add(1)
+		m.notFound.add(m.now())
 		return
 	case outcomeAccepted:
 		m.last.accepted(ProductBatch, m.now())
+	case OutcomeUnauthorized:
+		m.unauthorized.add(m.now())
 	}
 	m.webhookAck.Observe(took.Seconds())
 }
@@ -169,14 +176,55 @@ func (m *Metrics) WebhookHandled(outcome string, took time.Duration) {
 // NotFoundRequests is how many requests to a path the webhook listener
 // does not serve came since start: batchhook_webhook_requests_total
 // {outcome="not_found"}.
-func (m *Metrics) NotFoundRequests() uint64 { return m.notFound.Load() }
+func (m *Metrics) NotFoundRequests() uint64 { return m.notFound.get().Count }
+
+// NotFound is the requests to a path the webhook listener does not serve
+// since start, and when the last came: a status warns only of recent ones,
+// so one mistaken request does not mark the daemon unhealthy until a
+// restart.
+func (m *Metrics) NotFound() Seen { return m.notFound.get() }
+
+// Unauthorized is the webhooks refused with 401 (the signature did not
+// verify) since start, batch and payments together, and when the last
+// came: the sum of the unauthorized outcomes of
+// batchhook_webhook_requests_total and batchhook_payment_events_total.
+func (m *Metrics) Unauthorized() Seen { return m.unauthorized.get() }
 
 // The outcomes WebhookHandled treats apart; the receiver names the same
-// (receiver.Outcomes).
+// (receiver.Outcomes, receiver.PaymentOutcomes).
 const (
-	OutcomeNotFound = "not_found"
-	outcomeAccepted = "accepted"
+	OutcomeNotFound     = "not_found"
+	OutcomeUnauthorized = "unauthorized"
+	outcomeAccepted     = "accepted"
 )
+
+// Seen is how many requests of one kind came since start and when the
+// last did (zero when none did).
+type Seen struct {
+	Count uint64
+	Last  time.Time
+}
+
+// seen counts requests of one kind and keeps the time of the last.
+type seen struct {
+	n    atomic.Uint64
+	last atomic.Int64 // unix nanoseconds; 0 = none
+}
+
+// add stores the time before counting: a reader that sees a count sees a
+// time with it.
+func (s *seen) add(at time.Time) {
+	s.last.Store(at.UnixNano())
+	s.n.Add(1)
+}
+
+func (s *seen) get() Seen {
+	v := Seen{Count: s.n.Load()}
+	if ns := s.last.Load(); ns != 0 {
+		v.Last = time.Unix(0, ns)
+	}
+	return v
+}
 
 // PageFetched counts one staged page.
 func (m *Metrics) PageFetched() { m.fetchPages.Inc() }
