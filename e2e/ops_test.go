@@ -278,7 +278,12 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 		d.done <- err
 		ee, ok := err.(*exec.ExitError)
 		if !ok || ee.ExitCode() != 130 {
-			t.Fatalf("exit after a second signal: %v, want code 130", err)
+			// Say what ended the drain early: a reply or a close on the
+			// stalled request, and the daemon's last lines.
+			_ = conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+			got, rerr := io.ReadAll(conn)
+			t.Fatalf("exit after a second signal: %v, want code 130; the stalled request got %q (%v); log tail:\n%s",
+				err, got, rerr, lastLines(d.out.String(), 15))
 		}
 		if time.Since(start) > 3*time.Second {
 			t.Fatalf("second signal took %s", time.Since(start))
@@ -340,4 +345,13 @@ func TestSIGTERMDuringAFetchLeavesAResumableCheckpoint(t *testing.T) {
 		t.Fatalf("%d pages served for a 20-page batch: the stop did not leave a checkpoint to resume from", served)
 	}
 	d2.stop(t)
+}
+
+// lastLines is the last n lines of s, for a failure message.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
