@@ -100,13 +100,15 @@ func (w *world) eraseAndKill(a, b, c uint64) {
 }
 
 func (w *world) noteErasure(value string, row admin.ErasureView, done time.Time, how string) {
-	w.erasures = append(w.erasures, ilErasure{cpf: value, id: row.ID, done: done, unrewritten: row.Unrewritten})
+	listed := map[string]bool{}
+	w.erasures = append(w.erasures, ilErasure{cpf: value, id: row.ID, done: done, unrewritten: row.Unrewritten, listed: listed})
 	w.erased[value] = true
 	var parts []string
 	mid := false
 	for _, bt := range row.Batches {
 		var sinks []string
 		for _, s := range bt.Sinks {
+			listed[bt.BatchID+" "+s.Sink] = true
 			sinks = append(sinks, s.Sink+"="+s.Received)
 			mid = mid || s.Received == "may_have_received"
 		}

@@ -90,6 +90,9 @@ type ilErasure struct {
 	id          string
 	done        time.Time
 	unrewritten []string
+	// listed are the "batch sink" pairs the erasure's record says had the
+	// data (delivered or may_have_received).
+	listed map[string]bool
 }
 
 type world struct {

@@ -35,7 +35,7 @@ func (s *Store) ExportChanged(batchID string, version int, now time.Time) (int, 
 // RecordRewrite records, in one transaction, that erasure erasureID
 // rewrote the export of batchID as version, removing items: the erasure's
 // record notes the batch with the sinks that had an older version
-// (delivered, or with parts sent), the batch's version rises, and the
+// (delivered, or may have: mayHaveReceived), the batch's version rises, and the
 // deliveries not delivered move to the new version (moveToVersion). The
 // erasure calls it while it holds the export's lock, so no sink opens the
 // new version before the sinks that had the old one are noted. items 0
@@ -58,7 +58,7 @@ func (s *Store) RecordRewrite(erasureID, batchID string, items int64, version in
 			case d.Version >= version:
 			case d.State == DeliveryDelivered:
 				eb.Sinks = append(eb.Sinks, SinkReceipt{Sink: d.Sink, Received: ReceivedDelivered, Version: d.Version})
-			case d.PartsDone > 0:
+			case mayHaveReceived(d):
 				eb.Sinks = append(eb.Sinks, SinkReceipt{Sink: d.Sink, Received: ReceivedMaybe, Version: d.Version})
 			}
 			return nil
@@ -77,6 +77,21 @@ func (s *Store) RecordRewrite(erasureID, batchID string, items int64, version in
 		return 0, false, fmt.Errorf("record the rewrite of %s as version %d: %w", batchID, version, err)
 	}
 	return moved, noted, nil
+}
+
+// KindExportChanged is the ErrorKind of a delivery whose attempt the
+// export's change cut short (the dispatcher records it before it lets the
+// old version go, so before the change is recorded).
+const KindExportChanged = "changed"
+
+// mayHaveReceived reports whether a delivery not delivered may still have
+// left the old version's items at its sink: parts were acknowledged, an
+// attempt reached the sink (a 5xx, or a timeout after the sink read the
+// part, leaves the sink holding it), or the change itself cut an attempt
+// short, whose bytes may already have been read and kept by the sink.
+// Listing one that had sent nothing errs on the side an erasure needs.
+func mayHaveReceived(d *Delivery) bool {
+	return d.PartsDone > 0 || d.Attempts > 0 || d.ErrorKind == KindExportChanged
 }
 
 // moveToVersion raises b's version to version and moves every delivery of

@@ -85,3 +85,49 @@ func TestAChangeLeavesASinkNoLongerConfiguredAlone(t *testing.T) {
 		t.Fatalf("RecordRewrite of a version already recorded = %d, %v, %v; want nothing", moved, noted, err)
 	}
 }
+
+// TestRecordRewriteListsEverySinkThatMayHaveTheOldVersion: an erasure
+// lists as may_have_received not only a delivery with parts acknowledged,
+// but one whose attempt reached the sink without an acknowledgement (a
+// 5xx, a timeout) and one whose attempt the change itself cut short: the
+// sink may have read and kept that part. A delivery never tried is not
+// listed.
+func TestRecordRewriteListsEverySinkThatMayHaveTheOldVersion(t *testing.T) {
+	s := openTest(t, t.TempDir())
+	s.SetSinks([]string{"http", "nats", "kafka", "exec"})
+	exportBatch(t, s, "b1", t0)
+	h, n, k := deliveryOf(t, s, "b1", "http"), deliveryOf(t, s, "b1", "nats"), deliveryOf(t, s, "b1", "kafka")
+	// http: its first part was on its way when the erasure changed the
+	// export; nothing acknowledged, no attempt counted.
+	if err := s.RetryDelivery("b1", "http", h.Generation, t0, KindExportChanged, "the export changed during the attempt", false); err != nil {
+		t.Fatal(err)
+	}
+	// nats: one attempt reached the sink and timed out.
+	if err := s.RetryDelivery("b1", "nats", n.Generation, t0.Add(time.Minute), "timeout", "no ack", true); err != nil {
+		t.Fatal(err)
+	}
+	// kafka: two parts acknowledged.
+	if err := s.MarkParts("b1", "kafka", k.Generation, 2); err != nil {
+		t.Fatal(err)
+	}
+	// exec: queued, never tried.
+	e, _, err := s.BeginErasure("h", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, noted, err := s.RecordRewrite(e.ID, "b1", 1, 1, t0); err != nil || !noted {
+		t.Fatalf("RecordRewrite = %v, %v", noted, err)
+	}
+	recs, err := s.Erasures(false)
+	if err != nil || len(recs) != 1 || len(recs[0].Batches) != 1 {
+		t.Fatalf("erasures = %+v, %v", recs, err)
+	}
+	got := map[string]string{}
+	for _, r := range recs[0].Batches[0].Sinks {
+		got[r.Sink] = r.Received
+	}
+	want := map[string]string{"http": ReceivedMaybe, "nats": ReceivedMaybe, "kafka": ReceivedMaybe}
+	if len(got) != len(want) || got["http"] != want["http"] || got["nats"] != want["nats"] || got["kafka"] != want["kafka"] {
+		t.Fatalf("sinks listed %v, want %v (exec, never tried, not listed)", got, want)
+	}
+}

@@ -84,8 +84,9 @@ type ErasedBatch struct {
 // The values of SinkReceipt.Received.
 const (
 	ReceivedDelivered = "delivered"
-	// ReceivedMaybe: a delivery was under way (or failed) with parts
-	// already sent.
+	// ReceivedMaybe: a delivery was under way (or failed) and may have
+	// left items at the sink: parts acknowledged, an attempt that reached
+	// the sink, or an attempt the change cut short (mayHaveReceived).
 	ReceivedMaybe = "may_have_received"
 )
 

@@ -21,7 +21,7 @@ const KindLocal = "local"
 
 // KindChanged is the Result.Kind recorded when the export changed during an
 // attempt (an erasure or a refetch): no attempt is counted.
-const KindChanged = "changed"
+const KindChanged = store.KindExportChanged
 
 // process makes one attempt at a leased delivery and records its outcome.
 // At shutdown (ctx ended) an attempt that did not deliver records nothing:
