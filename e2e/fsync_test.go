@@ -156,6 +156,12 @@ type delivery struct {
 	err    error
 }
 
+// String shows the transport error's text, which %+v of the struct hides
+// behind a pointer.
+func (d delivery) String() string {
+	return fmt.Sprintf("{code:%d result:%q err:%v}", d.code, d.result, d.err)
+}
+
 // deliver posts a signed body and reports the reply (or the transport
 // error: a daemon that is exiting may close the connection).
 func deliver(addr string, body []byte, attempt int) delivery {
@@ -327,7 +333,7 @@ func TestDiskFullFailsClosedAndRestarts(t *testing.T) {
 	const id = "b_disk_full"
 	body := completedBody(id)
 	if r := deliver(s.addr, body, 1); r.err != nil || r.code != 503 {
-		t.Fatalf("delivery on a full disk: %+v, want 503", r)
+		t.Fatalf("delivery on a full disk: %v, want 503; daemon log tail:\n%s", r, lastLines(d.out.String(), 12))
 	}
 	if r := deliver(s.addr, body, 2); r.err == nil && r.code/100 == 2 {
 		t.Fatalf("attempt 2 after a failed commit: %+v, want no 2xx", r)
