@@ -1,20 +1,14 @@
 package cli
 
 import (
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 
-	"github.com/batchhook/batchhook/admin"
 	"github.com/batchhook/batchhook/receiver"
-	"github.com/batchhook/batchhook/store"
-	"github.com/batchhook/batchhook/submit"
 )
 
 // listeners serves the daemon's two HTTP edges over one real store on
@@ -22,31 +16,16 @@ import (
 // webhook listener. It returns their base URLs.
 func listeners(t *testing.T, token string) (adminURL, webhookURL string) {
 	t.Helper()
-	st, err := store.Open(t.TempDir(), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	svc, err := submit.NewService(submit.ServiceOptions{Store: st, Logger: zerolog.Nop(),
-		Rule:    submit.ResubmitRule{Field: "result", Values: []string{"pending"}, CPFField: "cpf"},
-		Results: func(store.Batch) (io.ReadCloser, error) { return nil, os.ErrNotExist }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	as, err := admin.New(admin.Options{Store: st, Token: func() []byte { return []byte(token) }, Submissions: svc, MaxSubmissionBytes: 4096,
-		Retention: time.Hour, Metrics: http.NotFoundHandler(), Ready: func() error { return nil }, Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openStore(t)
+	adminURL = serveAdmin(t, st, token, nil)
 	rs, err := receiver.New(receiver.Options{Path: "/webhooks/batch-completed", MaxBodyBytes: 4096,
 		Secret: func() []byte { return []byte("webhook-secret") }, Store: st, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, w := httptest.NewServer(as.Handler()), httptest.NewServer(rs.Handler())
-	t.Cleanup(a.Close)
+	w := httptest.NewServer(rs.Handler())
 	t.Cleanup(w.Close)
-	return a.URL, w.URL
+	return adminURL, w.URL
 }
 
 // TestCLIPointedAtTheWebhookListener: the webhook listener answers 404 to

@@ -3,20 +3,13 @@ package cli
 import (
 	"bytes"
 	"context"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
-	"github.com/batchhook/batchhook/admin"
 	"github.com/batchhook/batchhook/store"
-	"github.com/batchhook/batchhook/submit"
 )
 
 // adminOver serves the real admin API over a real store with the given
@@ -25,26 +18,9 @@ func adminOver(t *testing.T, sinks ...string) (string, *store.Store) {
 	t.Helper()
 	t.Setenv("BATCHHOOK_ADMIN_TOKEN", "")
 	os.Unsetenv("BATCHHOOK_ADMIN_TOKEN")
-	st, err := store.Open(t.TempDir(), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := openStore(t)
 	st.SetSinks(sinks)
-	svc, err := submit.NewService(submit.ServiceOptions{Store: st, Logger: zerolog.Nop(),
-		Rule:    submit.ResubmitRule{Field: "result", Values: []string{"pending"}, CPFField: "cpf"},
-		Results: func(store.Batch) (io.ReadCloser, error) { return nil, os.ErrNotExist }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := admin.New(admin.Options{Store: st, Token: func() []byte { return nil }, Submissions: svc, MaxSubmissionBytes: 4096,
-		Retention: time.Hour, Metrics: http.NotFoundHandler(), Ready: func() error { return nil }, Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	return hs.URL, st
+	return serveAdmin(t, st, "", nil), st
 }
 
 func runIn(t *testing.T, f RunFunc, args ...string) (string, string, int) {

@@ -2,19 +2,13 @@ package cli
 
 import (
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/batchhook/batchhook/admin"
 	"github.com/batchhook/batchhook/store"
-	"github.com/batchhook/batchhook/submit"
 )
 
 // paymentsAdmin serves the real admin API over a real store, with the
@@ -23,26 +17,8 @@ func paymentsAdmin(t *testing.T, enabled bool) (string, *store.Store) {
 	t.Helper()
 	t.Setenv("BATCHHOOK_ADMIN_TOKEN", "")
 	os.Unsetenv("BATCHHOOK_ADMIN_TOKEN")
-	st, err := store.Open(t.TempDir(), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	svc, err := submit.NewService(submit.ServiceOptions{Store: st, Logger: zerolog.Nop(),
-		Rule:    submit.ResubmitRule{Field: "result", Values: []string{"pending"}, CPFField: "cpf"},
-		Results: func(store.Batch) (io.ReadCloser, error) { return nil, os.ErrNotExist }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := admin.New(admin.Options{Store: st, Token: func() []byte { return nil }, Submissions: svc, MaxSubmissionBytes: 4096,
-		Retention: time.Hour, Metrics: http.NotFoundHandler(), Ready: func() error { return nil }, Logger: zerolog.Nop(),
-		Payments: st, PaymentsEnabled: enabled})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	return hs.URL, st
+	st := openStore(t)
+	return serveAdmin(t, st, "", func(o *admin.Options) { o.Payments, o.PaymentsEnabled = st, enabled }), st
 }
 
 func TestPaymentsCommands(t *testing.T) {

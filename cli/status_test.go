@@ -2,45 +2,20 @@ package cli
 
 import (
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/batchhook/batchhook/admin"
-	"github.com/batchhook/batchhook/store"
-	"github.com/batchhook/batchhook/submit"
 )
 
 // statusAdmin serves the real admin API with a token over a real store; the
 // daemon's facts are fixed and readiness is ready's.
 func statusAdmin(t *testing.T, token string, ready func() error, facts admin.Facts) string {
 	t.Helper()
-	st, err := store.Open(t.TempDir(), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	svc, err := submit.NewService(submit.ServiceOptions{Store: st, Logger: zerolog.Nop(),
-		Rule:    submit.ResubmitRule{Field: "result", Values: []string{"pending"}, CPFField: "cpf"},
-		Results: func(store.Batch) (io.ReadCloser, error) { return nil, os.ErrNotExist }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := admin.New(admin.Options{Store: st, Token: func() []byte { return []byte(token) }, Submissions: svc, MaxSubmissionBytes: 4096,
-		Retention: time.Hour, Metrics: http.NotFoundHandler(), Ready: ready, Logger: zerolog.Nop(),
-		Status: func() admin.Facts { return facts }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	return hs.URL
+	return serveAdmin(t, openStore(t), token, func(o *admin.Options) {
+		o.Ready, o.Status = ready, func() admin.Facts { return facts }
+	})
 }
 
 // The exit codes the daemon's answers give (the e2e test covers the

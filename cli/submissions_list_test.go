@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -43,19 +42,7 @@ func TestSubmissionsList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := submit.NewService(submit.ServiceOptions{Store: st, Logger: zerolog.Nop(),
-		Rule:    submit.ResubmitRule{Field: "result", Values: []string{"pending"}, CPFField: "cpf"},
-		Results: func(store.Batch) (io.ReadCloser, error) { return nil, os.ErrNotExist }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := admin.New(admin.Options{Store: st, Token: func() []byte { return nil }, Submissions: svc, SubmitWait: sub.Wait,
-		MaxSubmissionBytes: 4096, Retention: time.Hour, Metrics: http.NotFoundHandler(), Ready: func() error { return nil }, Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
+	base := serveAdmin(t, st, "", func(o *admin.Options) { o.SubmitWait = sub.Wait })
 
 	now := time.Now()
 	if _, err := st.AddSubmission(store.Submission{ID: "s_done", Valid: 2}, [][]string{{"52998224725"}, {"11144477735"}}, now.Add(-2*time.Hour)); err != nil {
@@ -85,7 +72,7 @@ func TestSubmissionsList(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	out, errOut, code := runIn(t, submissionsCmd, "list", "--admin", hs.URL)
+	out, errOut, code := runIn(t, submissionsCmd, "list", "--admin", base)
 	if code != 0 {
 		t.Fatalf("submissions list = %d\n%s%s", code, out, errOut)
 	}
@@ -102,7 +89,7 @@ func TestSubmissionsList(t *testing.T) {
 		t.Errorf("not newest first:\n%s", out)
 	}
 
-	out, _, code = runIn(t, submissionsCmd, "list", "--limit", "1", "--admin", hs.URL)
+	out, _, code = runIn(t, submissionsCmd, "list", "--limit", "1", "--admin", base)
 	cursor := ""
 	for _, l := range strings.Split(out, "\n") {
 		if c, ok := strings.CutPrefix(l, "more: --cursor "); ok {
@@ -112,7 +99,7 @@ func TestSubmissionsList(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "s_wait") || strings.Contains(out, "s_done") || cursor == "" {
 		t.Fatalf("--limit 1 = %d, want s_wait and a cursor line\n%s", code, out)
 	}
-	out, _, code = runIn(t, submissionsCmd, "list", "--limit", "1", "--cursor", cursor, "--json", "--admin", hs.URL)
+	out, _, code = runIn(t, submissionsCmd, "list", "--limit", "1", "--cursor", cursor, "--json", "--admin", base)
 	var page admin.ListReply[admin.SubmissionSummaryView]
 	if err := json.Unmarshal([]byte(out), &page); code != 0 || err != nil || len(page.Items) != 1 || page.Items[0].ID != "s_done" ||
 		page.Items[0].State != admin.SubmissionIncomplete || page.NextCursor != "" {

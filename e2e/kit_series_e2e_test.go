@@ -1,12 +1,9 @@
 package e2e
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/batchhook/batchhook/lookupsim"
 )
 
 // Every series, label and label value the alert rules and the dashboard
@@ -31,16 +28,7 @@ func TestOperatorKitNamesOnlyServedSeries(t *testing.T) {
 		t.Fatalf("read %d rule and %d dashboard queries naming %d batchhook series: the reading no longer finds them", rules, dashboard, len(kitSeries(queries)))
 	}
 
-	s := newSetup(t, lookupsim.Options{})
-	payFile := filepath.Join(t.TempDir(), "payments-secret")
-	if err := os.WriteFile(payFile, []byte(e2ePaySecret+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s.env["BATCHHOOK_PAYMENTS_SIGNING_SECRET_FILE"] = payFile
-	s.env["BATCHHOOK_SINKS"] = "file,http"
-	s.env["BATCHHOOK_HTTP_SINK_URL"] = "http://127.0.0.1:9/hooks" // never reached: nothing is exported
-	s.env["BATCHHOOK_HTTP_SINK_SECRET"] = newWHSecret(t)
-	d := startDaemon(t, s.addr, s.env)
+	d := startEverySeriesDaemon(t)
 	code, text := get(t, d.admin+"/metrics", "")
 	if code != 200 {
 		t.Fatalf("/metrics: %d", code)

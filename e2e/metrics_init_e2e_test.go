@@ -57,16 +57,7 @@ func readmeMetrics(t *testing.T) []documentedMetric {
 // increase() see the first event after a restart.
 func TestEveryDocumentedSeriesExistsAtStart(t *testing.T) {
 	t.Parallel()
-	s := newSetup(t, lookupsim.Options{})
-	payFile := filepath.Join(t.TempDir(), "payments-secret")
-	if err := os.WriteFile(payFile, []byte(e2ePaySecret+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s.env["BATCHHOOK_PAYMENTS_SIGNING_SECRET_FILE"] = payFile
-	s.env["BATCHHOOK_SINKS"] = "file,http"
-	s.env["BATCHHOOK_HTTP_SINK_URL"] = "http://127.0.0.1:9/hooks" // never reached: nothing is exported
-	s.env["BATCHHOOK_HTTP_SINK_SECRET"] = newWHSecret(t)
-	d := startDaemon(t, s.addr, s.env)
+	d := startEverySeriesDaemon(t)
 	code, scrape := get(t, d.admin+"/metrics", "")
 	if code != 200 {
 		t.Fatalf("/metrics: %d", code)
@@ -108,4 +99,22 @@ func TestEveryDocumentedSeriesExistsAtStart(t *testing.T) {
 	if t.Failed() {
 		t.Logf("scrape:\n%s", grepLines(scrape, "batchhook_"))
 	}
+}
+
+// startEverySeriesDaemon starts the binary with everything that adds
+// series on: the payments webhook and an http sink (never reached: nothing
+// is exported), so a scrape right after start serves every series.
+func startEverySeriesDaemon(t *testing.T) *daemonProc {
+	t.Helper()
+	s := newSetup(t, lookupsim.Options{})
+	payFile := filepath.Join(t.TempDir(), "payments-secret")
+	if err := os.WriteFile(payFile, []byte(e2ePaySecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.env["BATCHHOOK_PAYMENTS_SIGNING_SECRET_FILE"] = payFile
+	s.env["BATCHHOOK_SINKS"] = "file,http"
+	s.env["BATCHHOOK_HTTP_SINK_URL"] = "http://127.0.0.1:9/hooks" // never reached: nothing is exported
+	s.env["BATCHHOOK_HTTP_SINK_SECRET"] = newWHSecret(t)
+	d := startDaemon(t, s.addr, s.env)
+	return d
 }
