@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -69,6 +70,10 @@ func TestPaymentKillHelper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The parent times its kill from this line, not from the start: on a
+	// loaded machine a race-enabled child may take longer to get here
+	// than any fixed delay.
+	fmt.Println(killReadyLine)
 	for seq := last + 1; seq <= killEvents; seq++ {
 		if _, _, err := st.RecordPayment(store.PaymentEvent{ReceivedAt: killReceivedAt(seq), Event: "transaction.paid", Attempt: 1,
 			DedupKey: fmt.Sprintf("k-%d", seq)}, []byte(fmt.Sprintf(`{"transaction": {"id": "tx-%d"}}`, seq))); err != nil {
@@ -87,6 +92,9 @@ func TestPaymentKillHelper(t *testing.T) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// killReadyLine is what the helper prints once it logs events.
+const killReadyLine = "payment kill helper: logging"
 
 // killsWanted is how many kills must land while events wait for the file
 // sink before the helper is let finish; the kills stop there (or after 40
@@ -121,10 +129,17 @@ func TestFilePaymentsSurviveSIGKILL(t *testing.T) {
 		go func() { exited <- cmd.Wait() }()
 		var err error
 		if round < 40 && kills < killsWanted {
-			// Long enough for the child to start and log a few events.
+			// A random moment once the child logs events (it prints
+			// killReadyLine first), so that the kill lands between an
+			// event's acknowledgement and its delivery however slowly the
+			// child started.
+			ready := time.Now().Add(30 * time.Second)
+			for !strings.Contains(out.String(), killReadyLine) && time.Now().Before(ready) && len(exited) == 0 {
+				time.Sleep(5 * time.Millisecond)
+			}
 			select {
 			case err = <-exited:
-			case <-time.After(time.Duration(120+rand.IntN(200)) * time.Millisecond):
+			case <-time.After(time.Duration(20+rand.IntN(200)) * time.Millisecond):
 				cmd.Process.Signal(syscall.SIGKILL)
 				<-exited
 				if logged, through := killProgress(t, dir); logged > 0 && through < killEvents {
