@@ -8,7 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"unicode"
+
+	"github.com/batchhook/batchhook/internal/testutil"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -117,24 +118,6 @@ type ruleTests struct {
 	} `yaml:"tests"`
 }
 
-// githubSlug is GitHub's anchor for a heading's text, by the rules
-// internal/archtest's link check uses: code and emphasis marks dropped,
-// lower case, every character but letters, digits, spaces, '-' and '_'
-// dropped, spaces made '-'.
-func githubSlug(text string) string {
-	text = strings.NewReplacer("`", "", "*", "").Replace(text)
-	var b strings.Builder
-	for _, r := range strings.ToLower(strings.TrimSpace(text)) {
-		switch {
-		case r == ' ':
-			b.WriteByte('-')
-		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
 // headingAnchors returns the anchors of a Markdown page's headings, outside
 // fenced blocks (where "# comment" is not a heading).
 func headingAnchors(page string) map[string]bool {
@@ -149,7 +132,7 @@ func headingAnchors(page string) map[string]bool {
 		if inside || len(t) == len(l) || len(l)-len(t) > 6 || !strings.HasPrefix(t, " ") {
 			continue
 		}
-		out[githubSlug(t)] = true
+		out[testutil.HeadingSlug(t)] = true
 	}
 	return out
 }

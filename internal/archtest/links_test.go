@@ -7,7 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"unicode"
+
+	"github.com/batchhook/batchhook/internal/testutil"
 )
 
 // The README is short and the reference lives under docs/, so a reader
@@ -22,24 +23,6 @@ var (
 	codeSpan = regexp.MustCompile("`[^`]*`")
 	scheme   = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*:`)
 )
-
-// headingSlug is GitHub's anchor for a heading's text: formatting dropped,
-// lower case, every character but letters, digits, spaces, '-' and '_'
-// dropped, spaces made '-'.
-func headingSlug(text string) string {
-	text = mdLink.ReplaceAllStringFunc(text, func(l string) string { return l[1:strings.Index(l, "](")] })
-	text = strings.NewReplacer("`", "", "*", "").Replace(text)
-	var b strings.Builder
-	for _, r := range strings.ToLower(strings.TrimSpace(text)) {
-		switch {
-		case r == ' ':
-			b.WriteByte('-')
-		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
 
 // mdLines returns the lines of a Markdown text outside fenced blocks, with
 // their line numbers.
@@ -68,7 +51,7 @@ func anchors(text string) map[string]bool {
 		if len(t) == len(l) || len(l)-len(t) > 6 || !strings.HasPrefix(t, " ") {
 			continue
 		}
-		s := headingSlug(t)
+		s := testutil.HeadingSlug(t)
 		if n := seen[s]; n > 0 {
 			out[fmt.Sprintf("%s-%d", s, n)] = true
 		} else {
