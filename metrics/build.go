@@ -29,39 +29,34 @@ const (
 	ProductPayments = "payments"
 )
 
-// lastAccepted is the time of the last webhook accepted per product, for
-// the gauge (a dead man's switch: no webhook for hours while batches are
-// outstanding means the provider stopped sending, or sends elsewhere) and
-// for the status summary. Until one is accepted it holds the daemon's
+// lastAccepted is the last webhook accepted per product, for the gauge (a
+// dead man's switch: no webhook for hours while batches are outstanding
+// means the provider stopped sending, or sends elsewhere) and for the
+// status summary. Until one is accepted the gauge holds the daemon's
 // start, so the switch counts from the start instead of firing at once
-// after every restart; Since says which it is.
+// after every restart; LastAccepted's ok says which it is.
 type lastAccepted struct {
 	start time.Time
-	// payments is set when the payments webhook is served: only then has
+	// paymentsOn is set when the payments webhook is served: only then has
 	// it a series.
-	paymentsOn atomic.Bool
-	// unix nanoseconds of the last accepted webhook per product; 0 = none
-	// since the start.
-	batch, payments atomic.Int64
+	paymentsOn      atomic.Bool
+	batch, payments seen
 }
 
-func (l *lastAccepted) slot(product string) *atomic.Int64 {
+func (l *lastAccepted) slot(product string) *seen {
 	if product == ProductPayments {
 		return &l.payments
 	}
 	return &l.batch
 }
 
-func (l *lastAccepted) accepted(product string, at time.Time) { l.slot(product).Store(at.UnixNano()) }
+func (l *lastAccepted) accepted(product string, at time.Time) { l.slot(product).add(at) }
 
 // LastAccepted is when the last webhook of product was accepted by this
 // run; ok is false when none was since the daemon started.
 func (m *Metrics) LastAccepted(product string) (at time.Time, ok bool) {
-	n := m.last.slot(product).Load()
-	if n == 0 {
-		return time.Time{}, false
-	}
-	return time.Unix(0, n), true
+	v := m.last.slot(product).get()
+	return v.Last, v.Count > 0
 }
 
 var lastAcceptedDesc = prometheus.NewDesc("batchhook_last_accepted_timestamp_seconds",
@@ -80,8 +75,8 @@ func (c lastAcceptedCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, p := range products {
 		at := c.l.start
-		if n := c.l.slot(p).Load(); n != 0 {
-			at = time.Unix(0, n)
+		if v := c.l.slot(p).get(); v.Count > 0 {
+			at = v.Last
 		}
 		ch <- prometheus.MustNewConstMetric(lastAcceptedDesc, prometheus.GaugeValue, float64(at.UnixNano())/1e9, p)
 	}

@@ -68,7 +68,7 @@ func TestLastAcceptedGauge(t *testing.T) {
 		!strings.Contains(text, "batchhook_webhook_ack_seconds_count 2\n") {
 		t.Fatalf("want not_found counted once and 2 timed replies in\n%s", text)
 	}
-	if n := m.NotFoundRequests(); n != 1 {
+	if n := m.NotFound().Count; n != 1 {
 		t.Fatalf("NotFoundRequests = %d, want 1 as the series says", n)
 	}
 }
@@ -108,7 +108,7 @@ func TestLastRefusedAndNotFound(t *testing.T) {
 	if got := m.Unauthorized(); got.Count != 2 || !got.Last.Equal(now) {
 		t.Fatalf("Unauthorized after a payments 401 = %+v, want 2 at +3m", got)
 	}
-	if n := m.NotFoundRequests(); n != 1 {
+	if n := m.NotFound().Count; n != 1 {
 		t.Fatalf("NotFoundRequests = %d, want 1", n)
 	}
 	text := scrape(t, m)

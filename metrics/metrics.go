@@ -173,11 +173,6 @@ func (m *Metrics) WebhookHandled(outcome string, took time.Duration) {
 	m.webhookAck.Observe(took.Seconds())
 }
 
-// NotFoundRequests is how many requests to a path the webhook listener
-// does not serve came since start: batchhook_webhook_requests_total
-// {outcome="not_found"}.
-func (m *Metrics) NotFoundRequests() uint64 { return m.notFound.get().Count }
-
 // NotFound is the requests to a path the webhook listener does not serve
 // since start, and when the last came: a status warns only of recent ones,
 // so one mistaken request does not mark the daemon unhealthy until a
