@@ -43,10 +43,26 @@ func postPaymentQuiet(addr, secret string, body []byte, attempt int) (int, map[s
 	return resp.StatusCode, out
 }
 
+// dayFiles lists the payments day files under root in name order. A
+// rewrite's temporary copy (".tmp-<day>.ndjson", which the glob's "*"
+// also matches) is not one: counting it sees lines the day file may not
+// hold.
+func dayFiles(root string) []string {
+	names, _ := filepath.Glob(filepath.Join(root, "payments", "*.ndjson"))
+	out := names[:0]
+	for _, name := range names {
+		if !strings.HasPrefix(filepath.Base(name), ".") {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // dayFileLines counts the complete lines of every payments day file
 // under root.
 func dayFileLines(root string) int {
-	names, _ := filepath.Glob(filepath.Join(root, "payments", "*.ndjson"))
+	names := dayFiles(root)
 	n := 0
 	for _, name := range names {
 		data, _ := os.ReadFile(name)
@@ -67,8 +83,7 @@ type payLine struct {
 // readDayFiles reads every payments day file under root, in name order.
 func readDayFiles(t *testing.T, root string) []payLine {
 	t.Helper()
-	names, _ := filepath.Glob(filepath.Join(root, "payments", "*.ndjson"))
-	sort.Strings(names)
+	names := dayFiles(root)
 	var out []payLine
 	for _, name := range names {
 		f, err := os.Open(name)
