@@ -108,6 +108,11 @@ type Options struct {
 	// Status returns what only the daemon knows for GET /admin/status
 	// (the rest is read from Store's counters); nil answers 503.
 	Status func() Facts
+	// UI, when set, builds the operator's console, served under /ui/ on
+	// this listener. It is handed this API's own handler, which the
+	// console reads and acts through, and the sampled logger of refused
+	// requests, for its refused sign-ins.
+	UI func(api http.Handler, refused zerolog.Logger) http.Handler
 }
 
 // The reasons of a 401, in {"error":…}: no bearer token came, or one came
@@ -187,6 +192,13 @@ func New(o Options) (*Server, error) {
 	g.GET("/admin/payments/events/:seq", s.showPayment)
 	g.GET("/admin/rejected", s.listRejected)
 	g.GET("/admin/rejected/:id", s.showRejected)
+	if o.UI != nil {
+		// The console checks its own session on every path; the API's
+		// token middleware does not apply.
+		ui := echo.WrapHandler(o.UI(e, s.unauthorizedLog))
+		e.Any("/ui", ui)
+		e.Any("/ui/*", ui)
+	}
 	s.echo = e
 	s.srv = httpserver.New("admin listener", &http.Server{Handler: e, ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: httpserver.MaxHeaderBytes(16 << 10),

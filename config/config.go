@@ -50,6 +50,11 @@ type Config struct {
 	// route but /healthz and /readyz.
 	AdminToken     Secret `split_words:"true" ignored:"true"`
 	AdminTokenFile string `split_words:"true"`
+	// Console serves the operator's console under /ui/ on the admin
+	// listener; it lets in only who signs in with the admin token.
+	Console bool `default:"true"`
+	// ConsoleSession bounds a console session's life from its sign-in.
+	ConsoleSession time.Duration `split_words:"true" default:"8h"`
 
 	APIBaseURL   string `split_words:"true"`
 	DataDir      string `split_words:"true" default:"./data"`
@@ -279,6 +284,7 @@ func (c *Config) validate(sinks []SinkRule, set []string) error {
 		{c.MaxConnections >= 1 && c.MaxConnections <= 1_000_000, "MAX_CONNECTIONS", "must be between 1 and 1000000"},
 		{validMemoryLimit(c.MemoryLimit), "MEMORY_LIMIT", "must be a size of at least 32MiB such as 256MiB or 1GiB, or 0/off for none"},
 		{c.RejectedKeep >= 0 && c.RejectedKeep <= 10000, "REJECTED_KEEP", "must be between 0 (keep none) and 10000"},
+		{c.ConsoleSession >= time.Minute && c.ConsoleSession <= 7*24*time.Hour, "CONSOLE_SESSION", "must be between 1m and 168h"},
 	}
 	for _, ch := range checks {
 		if !ch.ok {

@@ -247,12 +247,13 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	if err != nil {
 		return err
 	}
+	ui := d.console()
 	d.admin, err = admin.New(admin.Options{
 		Store: d.store, Token: d.secrets.current("ADMIN_TOKEN"), Metrics: d.metrics.Handler(),
 		Submissions: svc, SubmitWait: sub.Wait, Erasures: eraser, MaxSubmissionBytes: cfg.MaxSubmissionBytes, Retention: cfg.Retention,
 		Ready: d.ready, Warnings: d.warnings, Logger: d.log.With().Str("component", "admin").Logger(),
 		LogDropped: d.metrics.LogLineDropped, Payments: d.store, PaymentsEnabled: cfg.PaymentsEnabled(),
-		Rejected: d.store, Status: d.statusFacts,
+		Rejected: d.store, Status: d.statusFacts, UI: ui.build,
 	})
 	if err != nil {
 		return err
@@ -265,6 +266,13 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	if err := config.CheckAdminBound(adminLn.Addr(), len(cfg.AdminToken) > 0); err != nil {
 		adminLn.Close()
 		return err
+	}
+	if ui.err != nil {
+		adminLn.Close()
+		return ui.err
+	}
+	if ui.c != nil {
+		loops = append(loops, ui.c.Run)
 	}
 	d.adminAddr = adminLn.Addr()
 	d.admin.Serve(adminLn)

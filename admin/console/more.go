@@ -1,0 +1,9 @@
+package console
+
+import "net/http"
+
+// morePages are the pages beyond the pipeline's own (batches and
+// deliveries): quarantine, rejected, submissions, payments, erasures.
+func (c *Console) morePages() map[string]http.HandlerFunc {
+	return map[string]http.HandlerFunc{}
+}
