@@ -20,7 +20,9 @@ type apiError struct {
 	Reason string
 }
 
-func (e *apiError) Error() string { return fmt.Sprintf("admin API answered %d: %s", e.Status, e.Reason) }
+func (e *apiError) Error() string {
+	return fmt.Sprintf("admin API answered %d: %s", e.Status, e.Reason)
+}
 
 // recorder is an in-memory http.ResponseWriter.
 type recorder struct {
