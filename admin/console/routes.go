@@ -3,7 +3,6 @@ package console
 import (
 	"errors"
 	"net/http"
-	"net/url"
 )
 
 // maxForm caps a console form's body: a token, a CSRF token, a CPF.
@@ -69,7 +68,7 @@ func (c *Console) action(h pageFunc) http.HandlerFunc {
 			return
 		}
 		if !checkCSRF(r, ss) {
-			c.o.Refused.Warn().Str("event", "console_csrf_refused").Str("path", r.URL.Path).Str("remote_addr", r.RemoteAddr).
+			c.o.Refused.Warn().Str("event", "console_csrf_refused").Str("url_path", r.URL.Path).Str("remote_addr", r.RemoteAddr).
 				Msg("a console form came without its CSRF token: refused, nothing done")
 			c.render(w, http.StatusForbidden, "problem", view{Title: "Refused", CSRF: ss.csrf, SignedIn: true,
 				Problem: "This request did not carry the form's CSRF token, so nothing was done. Reload the page and try again."})
@@ -77,13 +76,6 @@ func (c *Console) action(h pageFunc) http.HandlerFunc {
 		}
 		h(w, r, ss)
 	}
-}
-
-// back sends the browser to path after an action, with the outcome to
-// show (PRG: a reload does not repeat the action).
-func back(w http.ResponseWriter, r *http.Request, path, done string) {
-	q := url.Values{"done": {done}}
-	http.Redirect(w, r, path+"?"+q.Encode(), http.StatusSeeOther)
 }
 
 // problemOf says an admin API failure in words for a page.
