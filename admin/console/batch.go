@@ -94,14 +94,17 @@ func timeline(b admin.BatchView) []step {
 	}
 	if b.FetchAttempts > 0 || b.Pages > 0 || b.State == "queued" || b.State == "fetching" {
 		s := step{What: "Fetch", Class: "ok", Kind: b.ErrorKind, Error: b.LastError,
-			Detail: fmt.Sprintf("%d attempt(s); %d page(s), %d item(s) fetched", b.FetchAttempts, b.Pages, b.Items)}
+			Detail: fmt.Sprintf("%d page(s), %d item(s) fetched", b.Pages, b.Items)}
+		if b.FetchAttempts > 0 {
+			s.Detail += fmt.Sprintf("; %d attempt(s) failed since the last success", b.FetchAttempts)
+		}
 		switch {
 		case b.State == "fetching":
 			s.What, s.Class = "Fetching now", "busy"
 		case b.State == "queued" && b.NextAttemptAt != nil:
 			s.What, s.Class = "Fetch waiting to retry", "busy"
 			s.At = b.NextAttemptAt
-			s.Detail += "; next attempt at the time shown"
+			s.Detail += "; the time shown is its next attempt"
 		case b.State == "queued":
 			s.What, s.Class = "Queued for fetching", "busy"
 		}
@@ -139,7 +142,7 @@ func timeline(b admin.BatchView) []step {
 			s.Class = "bad"
 		default:
 			s.Class, s.At = "busy", d.NextAttemptAt
-			s.Detail += "; next attempt at the time shown"
+			s.Detail += "; the time shown is its next attempt"
 		}
 		out = append(out, s)
 	}

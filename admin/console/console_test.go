@@ -62,6 +62,8 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/admin/batches/b_1/redeliver" && r.Method == http.MethodPost:
 		w.WriteHeader(http.StatusAccepted)
 		reply(admin.DeliveryView{BatchID: "b_1", Sink: r.URL.Query().Get("sink"), State: "pending"})
+	case r.URL.Path == "/admin/deliveries" && r.URL.Query().Get("state") == "failed":
+		reply(admin.ListReply[admin.DeliveryView]{Items: []admin.DeliveryView{{BatchID: "b_1", Sink: "http", State: "failed", ErrorKind: "status_4xx", LastError: "POST …: 410 Gone"}}})
 	case r.URL.Path == "/admin/batches" && r.Method == http.MethodGet:
 		reply(admin.ListReply[admin.BatchView]{Items: []admin.BatchView{{ID: "b_1", State: "exported"}}})
 	default:
@@ -194,6 +196,11 @@ func TestSignInSetsAStrictSessionCookieAndAWrongTokenNone(t *testing.T) {
 	resp, body = do(t, c, http.MethodGet, tc.srv.URL+"/ui/", nil)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `data-field="batches.exported">41<`) {
 		t.Fatalf("the overview after sign-in: %d\n%s", resp.StatusCode, body)
+	}
+	for _, want := range []string{"Needs attention", "2 deliveries to http failed for good.", "1 batches were abandoned", "410 Gone"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the overview does not say %q:\n%s", want, body)
+		}
 	}
 }
 

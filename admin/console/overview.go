@@ -1,7 +1,10 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
+	"net/url"
+	"time"
 
 	"github.com/batchhook/batchhook/admin"
 )
@@ -21,6 +24,17 @@ type overviewData struct {
 	S      admin.StatusView
 	States []stateBox
 	Charts []chart
+	// Attention lists what needs an operator, each with where to act;
+	// the pipeline is healthy when it is empty and the daemon is ready.
+	Attention []attention
+	// SinkErrors is, per sink with a backlog, the error of one of its
+	// pending (else failed) deliveries: why it does not move.
+	SinkErrors map[string]admin.DeliveryView
+}
+
+// attention is one thing the overview asks an operator to look at.
+type attention struct {
+	What, Link, LinkText string
 }
 
 // batchStates are the batch states in pipeline order.
@@ -45,6 +59,64 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, ss *session) 
 		b := stateBox{State: st, Count: s.Queue.Batches[st], Final: isFinal(st)}
 		d.States = append(d.States, b)
 	}
+	d.SinkErrors = c.sinkErrors(r, s)
+	d.Attention = attentionOf(s, d.SinkErrors)
 	v.D = d
 	c.render(w, http.StatusOK, "overview", v)
+}
+
+// sinkErrors reads, for each sink with pending or failed deliveries, one
+// such delivery that has an error: the reason its backlog stands.
+func (c *Console) sinkErrors(r *http.Request, s admin.StatusView) map[string]admin.DeliveryView {
+	out := map[string]admin.DeliveryView{}
+	for _, sk := range s.Sinks {
+		for _, state := range []string{"pending", "failed"} {
+			if (state == "pending" && sk.Pending == 0) || (state == "failed" && sk.Failed == 0) {
+				continue
+			}
+			var page admin.ListReply[admin.DeliveryView]
+			path := "/admin/deliveries?" + url.Values{"state": {state}, "sink": {sk.Name}, "limit": {"1"}}.Encode()
+			if err := c.get(r, path, &page); err == nil && len(page.Items) > 0 && page.Items[0].LastError != "" {
+				out[sk.Name] = page.Items[0]
+				break
+			}
+		}
+	}
+	return out
+}
+
+// attentionOf lists what the status says needs an operator, beyond its
+// warnings (which the page shows as they are): deliveries failed for
+// good or retrying, abandoned batches, chunks that need a decision.
+func attentionOf(s admin.StatusView, errs map[string]admin.DeliveryView) []attention {
+	var out []attention
+	for _, sk := range s.Sinks {
+		if sk.Failed > 0 {
+			out = append(out, attention{What: fmt.Sprintf("%d deliveries to %s failed for good.", sk.Failed, sk.Name),
+				Link: "/ui/deliveries?" + url.Values{"state": {"failed"}, "sink": {sk.Name}}.Encode(), LinkText: "See why and redeliver"})
+		}
+		if e, ok := errs[sk.Name]; ok && sk.Pending > 0 && e.State == "pending" {
+			out = append(out, attention{What: fmt.Sprintf("%d deliveries to %s are waiting to retry, the oldest for %s: %s.",
+				sk.Pending, sk.Name, ageText(sk.OldestAgeSeconds), e.LastError),
+				Link: "/ui/deliveries?" + url.Values{"state": {"pending"}, "sink": {sk.Name}}.Encode(), LinkText: "See them"})
+		}
+	}
+	if n := s.Queue.Batches["abandoned"]; n > 0 {
+		out = append(out, attention{What: fmt.Sprintf("%d batches were abandoned (their fetch gave up).", n),
+			Link: "/ui/batches?state=abandoned", LinkText: "See why; refetch while the provider keeps them"})
+	}
+	for _, st := range []string{"failed", "submit_unknown"} {
+		if n := s.Chunks[st]; n > 0 {
+			out = append(out, attention{What: fmt.Sprintf("%d submission chunks are %s.", n, st),
+				Link: "/ui/submissions", LinkText: "See the submissions"})
+		}
+	}
+	return out
+}
+
+func ageText(s *int64) string {
+	if s == nil {
+		return "a moment"
+	}
+	return human(time.Duration(*s) * time.Second)
 }
