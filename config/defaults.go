@@ -50,6 +50,10 @@ func setDefault(f reflect.Value, def string) error {
 		n, err := strconv.ParseInt(def, 10, 64)
 		f.SetInt(n)
 		return err
+	case f.Kind() == reflect.Bool:
+		b, err := strconv.ParseBool(def)
+		f.SetBool(b)
+		return err
 	}
 	return fmt.Errorf("unsupported kind %s", f.Kind())
 }

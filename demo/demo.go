@@ -130,7 +130,7 @@ type demoResult struct {
 func runDemo(ctx context.Context, dir string, n int, timeout time.Duration, withHTTP, withPayments bool, stdout, stderr io.Writer) (demoResult, error) {
 	start := time.Now()
 	secret, apiKey, paySecret := randomHex(32), randomHex(16), ""
-	files := map[string]string{demoSecretFile: secret, demoAPIKeyFile: apiKey}
+	files := map[string]string{demoSecretFile: secret, demoAPIKeyFile: apiKey, demoAdminTokenFile: randomHex(24)}
 	if withPayments {
 		paySecret = randomHex(32)
 		files[demoPaymentsSecretFile] = paySecret

@@ -16,6 +16,10 @@ const (
 	// demoPaymentsSecretFile holds the payments signing secret (--payments
 	// only): without it the printed serve command would turn payments off.
 	demoPaymentsSecretFile = "payments-signing-secret"
+	// demoAdminTokenFile holds the admin token of the printed serve
+	// command: the console lets nobody in without one, and the CLI then
+	// sends it.
+	demoAdminTokenFile = "admin-token"
 )
 
 // demoNextAddrs are the loopback addresses the printed serve command uses:
@@ -40,8 +44,11 @@ func printNextSteps(w io.Writer, dir string, res demoResult, keep bool) {
 	fmt.Fprintf(w, "  the export: %s (results.ndjson, manifest.json)\n", res.exportPath)
 	fmt.Fprintf(w, "  the daemon again, on its database (the batch is exported: no simulator needed):\n")
 	fmt.Fprintf(w, "    %s batchhook serve\n", strings.Join(demoServeEnv(dir, res.payments), " "))
-	fmt.Fprintf(w, "  then, in another shell (the CLI's default admin URL is http://%s):\n", demoNextAdmin)
+	tokenFile := shellQuote(filepath.Join(dir, demoAdminTokenFile))
+	fmt.Fprintf(w, "  then, in another shell (the CLI's default admin URL is http://%s; it sends the token in the file):\n", demoNextAdmin)
+	fmt.Fprintf(w, "    export BATCHHOOK_ADMIN_TOKEN_FILE=%s\n", tokenFile)
 	fmt.Fprintf(w, "    batchhook batches list\n    batchhook batches show %s\n", res.batchID)
+	fmt.Fprintf(w, "  the console: http://%s/ui/ in a browser on this machine; sign in with the token: cat %s\n", demoNextAdmin, tokenFile)
 	fmt.Fprintf(w, "  Ctrl-C stops the daemon; rm -rf %s when done. (batchhook not found: README \"Install\".)\n", shellQuote(dir))
 	fmt.Fprintf(w, "  %s\n", byHand)
 }
@@ -57,6 +64,7 @@ func demoServeEnv(dir string, payments bool) []string {
 		"BATCHHOOK_API_BASE_URL=" + demoNextAPIBase,
 		"BATCHHOOK_LISTEN_ADDR=" + demoNextListen,
 		"BATCHHOOK_ADMIN_ADDR=" + demoNextAdmin,
+		"BATCHHOOK_ADMIN_TOKEN_FILE=" + shellQuote(filepath.Join(dir, demoAdminTokenFile)),
 		"BATCHHOOK_LOG_FORMAT=console",
 	}
 	if payments {

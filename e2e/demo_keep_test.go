@@ -95,12 +95,21 @@ func TestDemoKeepPrintsAServeCommandThatWorks(t *testing.T) {
 	}
 	env["BATCHHOOK_LOG_FORMAT"] = "json" // startDaemon reads the JSON start line
 	d := startDaemon(t, freePort(t), env)
-	out, stderr, code := runCLI(t, d, 30*time.Second, "batches", "show", id)
+	token, err := os.ReadFile(env["BATCHHOOK_ADMIN_TOKEN_FILE"])
+	if err != nil || len(token) == 0 {
+		t.Fatalf("the printed serve command's admin token file: %v", err)
+	}
+	if _, _, code := runCLI(t, d, 30*time.Second, "batches", "show", id); code == 0 {
+		t.Errorf("the kept daemon answered the CLI without its admin token")
+	}
+	out, stderr, code := runCLIWith(t, d, string(token), 30*time.Second, "batches", "show", id)
 	if code != 0 || !strings.Contains(out, "exported") {
 		t.Fatalf("batches show %s on the kept directory: exit %d\n%s\n%s", id, code, out, stderr)
 	}
-	if !strings.Contains(strings.Join(lines, "\n"), "batchhook batches show "+id) {
-		t.Errorf("the next steps do not show the batch:\n%s", strings.Join(lines, "\n"))
+	for _, want := range []string{"batchhook batches show " + id, "export BATCHHOOK_ADMIN_TOKEN_FILE=", "/ui/"} {
+		if !strings.Contains(strings.Join(lines, "\n"), want) {
+			t.Errorf("the next steps do not say %q:\n%s", want, strings.Join(lines, "\n"))
+		}
 	}
 	d.stop(t)
 }
