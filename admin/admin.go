@@ -1,7 +1,7 @@
 // Package admin is batchhook's operator edge: health and readiness probes,
 // Prometheus metrics, a one-screen status summary (status.go), and a JSON
 // API over what the daemon keeps: batches
-// (inspect, refetch, resubmit, track, redeliver to a sink), submissions and
+// (inspect, refetch, retry now, resubmit, track, redeliver to a sink), submissions and
 // their chunks, deliveries, quarantined and rejected requests, erasures of
 // a person's data, the payment event log, and a backup of the database. It
 // listens apart from the public webhook (BATCHHOOK_ADMIN_ADDR, loopback by
@@ -44,6 +44,9 @@ type Store interface {
 	FindBatch(prefix string) (*store.Batch, error)
 	List(state store.State, limit int, cursor string) ([]store.Batch, string, error)
 	Refetch(id string, retention time.Duration, now time.Time) (*store.Batch, error)
+	// RetryNow makes a queued batch waiting out a backoff due now
+	// (store.ErrState with the reason in any other state).
+	RetryNow(id string, now time.Time) (*store.Batch, error)
 	ListQuarantined(limit int, cursor string) ([]store.Quarantined, string, error)
 	GetQuarantined(id string) (*store.Quarantined, error)
 	// FindQuarantined looks an entry up by its id or a unique prefix of
@@ -174,6 +177,7 @@ func New(o Options) (*Server, error) {
 	g.GET("/admin/batches", s.listBatches)
 	g.GET("/admin/batches/:id", s.showBatch)
 	g.POST("/admin/batches/:id/refetch", s.refetch)
+	g.POST("/admin/batches/:id/retry", s.retryNow)
 	g.POST("/admin/batches/:id/redeliver", s.redeliver)
 	g.GET("/admin/deliveries", s.listDeliveries)
 	g.GET("/admin/quarantine", s.listQuarantine)

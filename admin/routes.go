@@ -153,6 +153,17 @@ func (s *Server) refetch(c echo.Context) error {
 	return c.JSON(http.StatusAccepted, viewOf(b))
 }
 
+// retryNow makes a queued batch that waits out a backoff due now; the
+// reply is the batch as it now is (unchanged when it was already due).
+func (s *Server) retryNow(c echo.Context) error {
+	b, err := s.o.Store.RetryNow(c.Param("id"), s.o.Now().UTC())
+	if err != nil {
+		return storeError(c, err)
+	}
+	s.o.Logger.Info().Str("event", "retry_requested").Str("batch_id", b.ID).Msg("batch due for a fetch now")
+	return c.JSON(http.StatusAccepted, viewOf(b))
+}
+
 // QuarantineView is a quarantine entry; Body is the raw signed body, which
 // carries counters, never result items.
 type QuarantineView struct {

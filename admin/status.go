@@ -17,6 +17,9 @@ import (
 type Counters interface {
 	Counts() (map[store.State]int, error)
 	OldestPending() (time.Time, bool, error)
+	// OldestPendingByState has an entry for each non-final state that
+	// holds a batch: when its oldest was recorded.
+	OldestPendingByState() (map[store.State]time.Time, error)
 	ChunkCounts() (map[store.ChunkState]int, error)
 	DeliveryCounts() (map[string]map[store.DeliveryState]int, error)
 	OldestPendingDeliveries() (map[string]time.Time, error)
@@ -148,12 +151,15 @@ func lastSeen(at, now time.Time) LastSeenView {
 }
 
 // QueueView is the batches by state, the age of the oldest one not yet in
-// a final state, and those in flight (submitted or tracked, waiting for
-// their batch.completed).
+// a final state, the same age for each non-final state that holds a batch
+// (a state without one is absent; the map is empty, not null, when none
+// does), and those in flight (submitted or tracked, waiting for their
+// batch.completed). Ages count from when a batch was first recorded.
 type QueueView struct {
-	Batches          map[string]int `json:"batches"`
-	OldestAgeSeconds *int64         `json:"oldest_pending_age_seconds"`
-	InFlight         int            `json:"in_flight"`
+	Batches          map[string]int   `json:"batches"`
+	OldestAgeSeconds *int64           `json:"oldest_pending_age_seconds"`
+	OldestAgeByState map[string]int64 `json:"oldest_age_seconds_by_state"`
+	InFlight         int              `json:"in_flight"`
 }
 
 // SinkStatusView is one delivery sink's outbox.
@@ -212,7 +218,8 @@ func (s *Server) status(c echo.Context) error {
 	return c.JSON(http.StatusOK, v)
 }
 
-// statusQueue fills the batches and chunks by state from the counters.
+// statusQueue fills the batches and chunks by state, and the oldest
+// pending ages, from the counters and the pending index.
 func (s *Server) statusQueue(v *StatusView, now time.Time, unreadable *[]string) {
 	v.Queue.Batches = map[string]int{}
 	if counts, err := s.o.Store.Counts(); err != nil {
@@ -228,6 +235,14 @@ func (s *Server) statusQueue(v *StatusView, now time.Time, unreadable *[]string)
 	} else if ok {
 		age := seconds(now.Sub(at))
 		v.Queue.OldestAgeSeconds = &age
+	}
+	v.Queue.OldestAgeByState = map[string]int64{}
+	if oldest, err := s.o.Store.OldestPendingByState(); err != nil {
+		*unreadable = append(*unreadable, err.Error())
+	} else {
+		for st, at := range oldest {
+			v.Queue.OldestAgeByState[string(st)] = seconds(now.Sub(at))
+		}
 	}
 	if chunks, err := s.o.Store.ChunkCounts(); err != nil {
 		*unreadable = append(*unreadable, err.Error())

@@ -262,3 +262,45 @@ func TestStatusWarnsOfRecentRefusalsAndUnknownPathsOnly(t *testing.T) {
 		t.Fatalf("none since start: want 0 and null times in %s", raw)
 	}
 }
+
+// The queue's oldest_age_seconds_by_state has the age of each non-final
+// state's oldest batch, counted from when it was first recorded, and no
+// entry for a state without a batch; it is {} (never null) when no batch
+// is pending.
+func TestStatusOldestAgeByState(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	s := newStatusServer(t, "", now)
+	s.set(Facts{StartedAt: now.Add(-time.Minute), LastAccepted: []ProductTime{{Product: "batch", At: now}}}, nil)
+	if _, _, raw := getStatus(t, s.url, ""); !strings.Contains(raw, `"oldest_age_seconds_by_state":{}`) {
+		t.Fatalf("no batch pending: %s; want oldest_age_seconds_by_state {}", raw)
+	}
+	st := s.st
+	for _, r := range []struct {
+		id  string
+		ago time.Duration
+	}{{"b_fetching", 50 * time.Minute}, {"b_queued", 40 * time.Minute}, {"b_queued2", 10 * time.Minute}} {
+		if _, err := st.Record(store.Notification{BatchID: r.id, Status: "completed", ReceivedAt: now.Add(-r.ago)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, _, _ := st.Lease(now); b == nil || b.ID != "b_fetching" {
+		t.Fatalf("leased %v, want b_fetching", b)
+	}
+	if _, _, err := st.Track("b_tracked", now.Add(time.Hour), now.Add(-90*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	exportFor(t, st, "b_exported", now.Add(-5*time.Hour))
+	_, v, raw := getStatus(t, s.url, "")
+	want := map[string]int64{"fetching": 3000, "queued": 2400, "tracked": 90}
+	if len(v.Queue.OldestAgeByState) != len(want) {
+		t.Fatalf("oldest_age_seconds_by_state = %v in %s, want %v", v.Queue.OldestAgeByState, raw, want)
+	}
+	for state, age := range want {
+		if got, ok := v.Queue.OldestAgeByState[state]; !ok || got != age {
+			t.Fatalf("oldest_age_seconds_by_state[%s] = %d %v in %s, want %d", state, got, ok, raw, age)
+		}
+	}
+	if v.Queue.OldestAgeSeconds == nil || *v.Queue.OldestAgeSeconds != 3000 {
+		t.Fatalf("oldest_pending_age_seconds = %v in %s, want 3000 (b_fetching)", v.Queue.OldestAgeSeconds, raw)
+	}
+}

@@ -18,11 +18,14 @@ const batchesUsage = `Usage:
   batchhook batches list [--state S] [--limit N] [--cursor C] [--json] [--admin URL]
   batchhook batches show ID [--json] [--admin URL]
   batchhook batches refetch ID [--json] [--admin URL]
+  batchhook batches retry ID [--json] [--admin URL]
   batchhook batches redeliver ID --sink NAME [--json] [--admin URL]
 
 Talks to the running daemon's admin API. For show, ID may be the first
-characters of a batch id, when no other batch starts so; refetch and
-redeliver take the whole id. Environment: BATCHHOOK_ADMIN_URL
+characters of a batch id, when no other batch starts so; refetch, retry
+and redeliver take the whole id. retry makes a queued batch that waits out
+a backoff after failed fetches due now (refetch fetches an exported,
+abandoned or purged one again). Environment: BATCHHOOK_ADMIN_URL
 (default http://127.0.0.1:9090), BATCHHOOK_ADMIN_TOKEN or
 BATCHHOOK_ADMIN_TOKEN_FILE.
 `
@@ -64,6 +67,8 @@ func batchesCmd(ctx context.Context, args []string, e Env) int {
 		raw, err = c.do(ctx, http.MethodGet, "/admin/batches/"+url.PathEscape(pos[0]))
 	case sub == "refetch" && len(pos) == 1:
 		raw, err = c.do(ctx, http.MethodPost, "/admin/batches/"+url.PathEscape(pos[0])+"/refetch")
+	case sub == "retry" && len(pos) == 1:
+		raw, err = c.do(ctx, http.MethodPost, "/admin/batches/"+url.PathEscape(pos[0])+"/retry")
 	case sub == "redeliver" && len(pos) == 1 && *sinkName != "":
 		raw, err = c.do(ctx, http.MethodPost, "/admin/batches/"+url.PathEscape(pos[0])+"/redeliver?"+url.Values{"sink": {*sinkName}}.Encode())
 	case sub == "redeliver" && *sinkName == "":
@@ -112,6 +117,10 @@ func batchesCmd(ctx context.Context, args []string, e Env) int {
 	}
 	if sub == "refetch" {
 		fmt.Fprintf(stdout, "batch %s queued for refetch; its export will be replaced\n", b.ID)
+		return 0
+	}
+	if sub == "retry" {
+		fmt.Fprintf(stdout, "batch %s due for a fetch now (%s so far)\n", b.ID, plural(b.FetchAttempts, "failed attempt", "failed attempts"))
 		return 0
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 2, 2, ' ', 0)

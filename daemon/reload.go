@@ -82,7 +82,7 @@ func (d *Daemon) Reload() error {
 	if d.submitter != nil {
 		d.submitter.Resume() // a chunk held back by a refused key is sent again now
 	}
-	if n, err := d.store.RetryNow(string(fetcher.KindAuth), time.Now()); err != nil {
+	if n, err := d.store.RetryKindNow(string(fetcher.KindAuth), time.Now()); err != nil {
 		log.Error().Str("event", "auth_retry_failed").Err(err).Msg("could not clear the API key backoff")
 	} else if n > 0 {
 		log.Info().Str("event", "auth_backoff_cleared").Int("batches", n).Msg("batches waiting on a rejected API key retry now")

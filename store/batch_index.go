@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
@@ -81,6 +82,44 @@ func (s *Store) OldestPending() (at time.Time, ok bool, err error) {
 		return nil
 	})
 	return at, ok, err
+}
+
+// OldestPendingByState returns, for each state not final that holds at
+// least one batch, when its oldest batch was recorded: the pending index's
+// time, as OldestPending's. A state with no batch is absent. It walks the
+// pending index oldest first, reading each batch's state, and stops once
+// every state the counts show non-empty has its time: a few reads while
+// the oldest batches are spread over the states, the whole index at worst
+// (a state whose only batches are the newest).
+func (s *Store) OldestPendingByState() (map[State]time.Time, error) {
+	out := map[State]time.Time{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		counts := tx.Bucket(bucketCounts)
+		want := 0
+		for _, st := range States {
+			if v := counts.Get([]byte(st)); !st.Final() && len(v) == 8 && int64(binary.BigEndian.Uint64(v)) > 0 {
+				want++
+			}
+		}
+		c := tx.Bucket(bucketPending).Cursor()
+		for k, _ := c.First(); k != nil && len(out) < want; k, _ = c.Next() {
+			b, err := getBatch(tx, string(k[8:]))
+			if errors.Is(err, ErrNotFound) {
+				continue // stale entry: no such batch
+			}
+			if err != nil {
+				return err
+			}
+			if _, seen := out[b.State]; !seen && !b.State.Final() {
+				out[b.State] = time.Unix(0, int64(binary.BigEndian.Uint64(k[:8])))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the oldest pending batch of each state: %w", err)
+	}
+	return out, nil
 }
 
 // List returns up to limit batches, newest first, in state (any state when

@@ -255,10 +255,10 @@ func pendingBatches(tx *bolt.Tx, keep func(*Batch) bool) ([]*Batch, error) {
 	return out, err
 }
 
-// RetryNow makes every queued batch whose last failure was of kind due at
-// once (after the API key was replaced, the batches waiting out a 401
+// RetryKindNow makes every queued batch whose last failure was of kind due
+// at once (after the API key was replaced, the batches waiting out a 401
 // backoff should not keep waiting). It returns how many it moved.
-func (s *Store) RetryNow(kind string, now time.Time) (int, error) {
+func (s *Store) RetryKindNow(kind string, now time.Time) (int, error) {
 	var n int
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		due, err := pendingBatches(tx, func(b *Batch) bool {

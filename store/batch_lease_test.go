@@ -85,7 +85,7 @@ func TestRestartResetsTheCheckpointAndCountsTheAttempt(t *testing.T) {
 	}
 }
 
-func TestRetryNowMovesOnlyThatKind(t *testing.T) {
+func TestRetryKindNowMovesOnlyThatKind(t *testing.T) {
 	s := openTest(t, t.TempDir())
 	for _, id := range []string{"auth1", "auth2", "other"} {
 		s.Record(note(id, t0))
@@ -94,9 +94,9 @@ func TestRetryNowMovesOnlyThatKind(t *testing.T) {
 	s.Retry("auth1", t0.Add(time.Hour), "auth", "401", true, t0)
 	s.Retry("auth2", t0.Add(time.Hour), "auth", "403", true, t0)
 	s.Retry("other", t0.Add(time.Hour), "transient", "500", true, t0)
-	n, err := s.RetryNow("auth", t0)
+	n, err := s.RetryKindNow("auth", t0)
 	if err != nil || n != 2 {
-		t.Fatalf("RetryNow = %d, %v", n, err)
+		t.Fatalf("RetryKindNow = %d, %v", n, err)
 	}
 	leased := map[string]bool{}
 	for {

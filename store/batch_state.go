@@ -40,7 +40,8 @@ const (
 	// elsewhere; reconciled like a submitted one.
 	StateTracked State = "tracked"
 	// StateQueued: a batch.completed was recorded; the batch waits for a
-	// worker, possibly until NextAttemptAt after a failed attempt.
+	// worker, possibly until NextAttemptAt after a failed attempt (an
+	// operator's RetryNow makes it due at once, in the same state).
 	StateQueued State = "queued"
 	// StateFetching: one worker holds the batch and pages its results.
 	StateFetching State = "fetching"
