@@ -57,6 +57,9 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, ss *session) 
 	d := overviewData{S: s, Charts: c.rates.charts()}
 	for _, st := range batchStates {
 		b := stateBox{State: st, Count: s.Queue.Batches[st], Final: isFinal(st)}
+		if age, ok := s.Queue.OldestAgeByState[st]; ok && !b.Final {
+			b.Oldest = &age
+		}
 		d.States = append(d.States, b)
 	}
 	d.SinkErrors = c.sinkErrors(r, s)
