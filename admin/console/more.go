@@ -5,5 +5,8 @@ import "net/http"
 // morePages are the pages beyond the pipeline's own (batches and
 // deliveries): quarantine, rejected, submissions, payments, erasures.
 func (c *Console) morePages() map[string]http.HandlerFunc {
-	return map[string]http.HandlerFunc{}
+	return map[string]http.HandlerFunc{
+		"GET /ui/quarantine":      c.page(c.quarantineList),
+		"GET /ui/quarantine/{id}": c.page(c.quarantineEntry),
+	}
 }
