@@ -8,5 +8,7 @@ func (c *Console) morePages() map[string]http.HandlerFunc {
 	return map[string]http.HandlerFunc{
 		"GET /ui/quarantine":      c.page(c.quarantineList),
 		"GET /ui/quarantine/{id}": c.page(c.quarantineEntry),
+		"GET /ui/rejected":        c.page(c.rejectedList),
+		"GET /ui/rejected/{id}":   c.page(c.rejectedEntry),
 	}
 }
