@@ -12,5 +12,6 @@ func (c *Console) morePages() map[string]http.HandlerFunc {
 		"GET /ui/rejected/{id}":    c.page(c.rejectedEntry),
 		"GET /ui/submissions":      c.page(c.submissions),
 		"GET /ui/submissions/{id}": c.page(c.submission),
+		"GET /ui/payments":         c.page(c.payments),
 	}
 }
