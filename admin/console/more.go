@@ -13,5 +13,7 @@ func (c *Console) morePages() map[string]http.HandlerFunc {
 		"GET /ui/submissions":      c.page(c.submissions),
 		"GET /ui/submissions/{id}": c.page(c.submission),
 		"GET /ui/payments":         c.page(c.payments),
+		"GET /ui/erasures":         c.page(c.erasures),
+		"POST /ui/erasures":        c.action(c.erase),
 	}
 }
