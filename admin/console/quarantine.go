@@ -1,0 +1,92 @@
+package console
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/batchhook/batchhook/admin"
+)
+
+// The quarantine holds signed deliveries that failed validation (400).
+// The console shows an entry's reason and where it came from, never its
+// body: `batchhook quarantine show ID` prints that for whoever needs it.
+
+type quarantineListData struct {
+	Items []admin.QuarantineView
+	Next  string
+}
+
+// quarantineList is GET /ui/quarantine: a page of quarantined deliveries.
+func (c *Console) quarantineList(w http.ResponseWriter, r *http.Request, ss *session) {
+	v := view{Title: "Quarantine", Nav: "quarantine", CSRF: ss.csrf, SignedIn: true}
+	path := "/admin/quarantine?" + url.Values{"limit": {itoa(pageSize)}, "cursor": {r.URL.Query().Get("cursor")}}.Encode()
+	var page admin.ListReply[admin.QuarantineView]
+	if err := c.get(r, path, &page); err != nil {
+		status, p := problemOf(err)
+		v.Problem = "The quarantine could not be listed: " + p
+		c.render(w, status, "problem", v)
+		return
+	}
+	v.D = quarantineListData{Items: page.Items, Next: page.NextCursor}
+	c.render(w, http.StatusOK, "quarantine", v)
+}
+
+type quarantineEntryData struct {
+	Q admin.QuarantineView
+	// BodyLen is the kept body's length in bytes; HasBody says the API
+	// served the body (a batch entry, not erased) intact, so it is known.
+	BodyLen int
+	HasBody bool
+	// NextStep says what an operator does about the entry.
+	NextStep string
+}
+
+// quarantineEntry is GET /ui/quarantine/{id}: one entry, without its body.
+func (c *Console) quarantineEntry(w http.ResponseWriter, r *http.Request, ss *session) {
+	id := r.PathValue("id")
+	v := view{Title: "Quarantined delivery", Nav: "quarantine", CSRF: ss.csrf, SignedIn: true}
+	var q admin.QuarantineView
+	if err := c.get(r, "/admin/quarantine/"+url.PathEscape(id), &q); err != nil {
+		status, p := problemOf(err)
+		if status == http.StatusNotFound {
+			p = "No quarantined delivery has the id “" + id + "”."
+		}
+		v.Problem = p
+		c.render(w, status, "problem", v)
+		return
+	}
+	if q.ID != id { // a prefix: the page's address names the whole id
+		http.Redirect(w, r, "/ui/quarantine/"+url.PathEscape(q.ID), http.StatusSeeOther)
+		return
+	}
+	d := quarantineEntryData{Q: q, NextStep: quarantineNextStep(q.Product, q.BatchID)}
+	// A body that was not UTF-8 reached us with U+FFFD in place of its
+	// bad bytes: its length here would not be the body's.
+	if q.Body != "" && !strings.ContainsRune(q.Body, utf8.RuneError) {
+		d.BodyLen, d.HasBody = len(q.Body), true
+	}
+	d.Q.Body = "" // never rendered; dropped so no template can
+	v.D = d
+	c.render(w, http.StatusOK, "quarantine_entry", v)
+}
+
+// quarantineNextStep says what an operator can do about a quarantined
+// delivery, in the words of `batchhook quarantine show`: the provider
+// retries a 400 for ever, and nothing batchhook does on its own gets the
+// data in.
+func quarantineNextStep(product, batchID string) string {
+	if product == "payments" {
+		return "The provider retries this delivery for ever and each retry lands here again (kept once). " +
+			"A payment event cannot be fetched by id: once the sender is fixed, the next retry is logged like any other " +
+			"(see Payments); if batchhook's check is what is wrong, fix it and the retries are accepted."
+	}
+	if batchID == "" {
+		return "The provider retries this for ever and each retry lands here again (kept once). " +
+			"Its body has no batch_id batchhook could read safely, so there is no batch to track from here: " +
+			"once the sender (or batchhook, if its check is wrong) is fixed, the next retry is accepted like any other notification."
+	}
+	return "The provider retries this for ever; after fixing the sender (or batchhook, if its check is wrong), " +
+		"batchhook track " + batchID + " fetches the batch by polling the provider, without waiting for a valid notification."
+}
