@@ -78,7 +78,7 @@ func quarantineCmd(ctx context.Context, args []string, e Env) int {
 		}
 		fmt.Fprintf(tw, "body:\t%s\n", body)
 		tw.Flush()
-		fmt.Fprintf(stdout, "\nnext step: %s\n", quarantineNextStep(e.Product, e.BatchID))
+		fmt.Fprintf(stdout, "\nnext step: %s\n", admin.QuarantineNextStep(e.Product, e.BatchID))
 		return 0
 	}
 	var page admin.ListReply[admin.QuarantineView]
@@ -94,24 +94,4 @@ func quarantineCmd(ctx context.Context, args []string, e Env) int {
 		fmt.Fprintf(stdout, "more: --cursor %s\n", page.NextCursor)
 	}
 	return 0
-}
-
-// quarantineNextStep says what an operator can do about a quarantined
-// delivery: the provider retries a 400 for ever, so the entry is not the
-// end of the story, but nothing batchhook does on its own gets the data in.
-func quarantineNextStep(product, batchID string) string {
-	if product == "payments" {
-		return "the provider retries this delivery for ever and each retry lands here again (kept once). " +
-			"A payment event cannot be fetched by id: once the sender is fixed, the next retry is logged like any other " +
-			"(batchhook payments list); if batchhook's check is what is wrong, fix it and the retries are accepted."
-	}
-	if batchID == "" {
-		// Nothing to name in a track: the body's batch_id was missing,
-		// unreadable or unsafe, and a guess would track the wrong batch.
-		return "the provider retries this for ever and each retry lands here again (kept once). " +
-			"Its body has no batch_id batchhook could read safely, so there is no batch to track from here: " +
-			"once the sender (or batchhook, if its check is wrong) is fixed, the next retry is accepted like any other notification."
-	}
-	return "the provider retries this for ever; after fixing the sender (or batchhook, if its check is wrong), " +
-		"`batchhook track " + batchID + "` fetches the batch by polling the provider, without waiting for a valid notification."
 }

@@ -61,7 +61,7 @@ func (c *Console) quarantineEntry(w http.ResponseWriter, r *http.Request, ss *se
 		http.Redirect(w, r, "/ui/quarantine/"+url.PathEscape(q.ID), http.StatusSeeOther)
 		return
 	}
-	d := quarantineEntryData{Q: q, NextStep: quarantineNextStep(q.Product, q.BatchID)}
+	d := quarantineEntryData{Q: q, NextStep: admin.QuarantineNextStep(q.Product, q.BatchID)}
 	// A body that was not UTF-8 reached us with U+FFFD in place of its
 	// bad bytes: its length here would not be the body's.
 	if q.Body != "" && !strings.ContainsRune(q.Body, utf8.RuneError) {
@@ -70,23 +70,4 @@ func (c *Console) quarantineEntry(w http.ResponseWriter, r *http.Request, ss *se
 	d.Q.Body = "" // never rendered; dropped so no template can
 	v.D = d
 	c.render(w, http.StatusOK, "quarantine_entry", v)
-}
-
-// quarantineNextStep says what an operator can do about a quarantined
-// delivery, in the words of `batchhook quarantine show`: the provider
-// retries a 400 for ever, and nothing batchhook does on its own gets the
-// data in.
-func quarantineNextStep(product, batchID string) string {
-	if product == "payments" {
-		return "The provider retries this delivery for ever and each retry lands here again (kept once). " +
-			"A payment event cannot be fetched by id: once the sender is fixed, the next retry is logged like any other " +
-			"(see Payments); if batchhook's check is what is wrong, fix it and the retries are accepted."
-	}
-	if batchID == "" {
-		return "The provider retries this for ever and each retry lands here again (kept once). " +
-			"Its body has no batch_id batchhook could read safely, so there is no batch to track from here: " +
-			"once the sender (or batchhook, if its check is wrong) is fixed, the next retry is accepted like any other notification."
-	}
-	return "The provider retries this for ever; after fixing the sender (or batchhook, if its check is wrong), " +
-		"batchhook track " + batchID + " fetches the batch by polling the provider, without waiting for a valid notification."
 }
