@@ -61,7 +61,11 @@ func checkDemoPaymentsServe(t *testing.T, lines []string) {
 	env["BATCHHOOK_LOG_FORMAT"] = "json" // startDaemon reads the JSON start line
 	d := startDaemon(t, freePort(t), env)
 	defer d.stop(t)
-	out, stderr, code := runCLI(t, d, 30*time.Second, "payments", "list")
+	token, err := os.ReadFile(env["BATCHHOOK_ADMIN_TOKEN_FILE"])
+	if err != nil {
+		t.Fatalf("the serve command's admin token file: %v", err)
+	}
+	out, stderr, code := runCLIWith(t, d, string(token), 30*time.Second, "payments", "list")
 	if code != 0 || strings.Contains(out, "payments are off") || strings.Count(out, "transaction.") < 3 {
 		t.Fatalf("payments list on the kept directory: exit %d\n%s\n%s", code, out, stderr)
 	}
