@@ -113,10 +113,14 @@ func TestImportGraph(t *testing.T) {
 		"github.com/nats-io/nats.go":               {"sink/natssink"},
 		"github.com/nats-io/nats.go/jetstream":     {"sink/natssink"},
 		"github.com/nats-io/nats-server/v2/server": {}, // tests only (go list without -test sees no test imports)
+		"github.com/chromedp/chromedp":             {}, // the console's browser tests only (e2e/browser)
 	}
-	// The NATS server is a test fixture: the binary must not link it.
-	if dependsOn(deps["cmd/batchhook"], "github.com/nats-io/nats-server") {
-		t.Errorf("cmd/batchhook links github.com/nats-io/nats-server; only tests may import it")
+	// The NATS server and the browser driver are test fixtures: the
+	// binary must not link them.
+	for _, lib := range []string{"github.com/nats-io/nats-server", "github.com/chromedp"} {
+		if dependsOn(deps["cmd/batchhook"], lib) {
+			t.Errorf("cmd/batchhook links %s; only tests may import it", lib)
+		}
 	}
 	for lib, allowed := range owners {
 		for p, d := range deps {
