@@ -197,7 +197,7 @@ func TestSignInSetsAStrictSessionCookieAndAWrongTokenNone(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `data-field="batches.exported">41<`) {
 		t.Fatalf("the overview after sign-in: %d\n%s", resp.StatusCode, body)
 	}
-	for _, want := range []string{"Needs attention", "2 deliveries to http failed for good.", "1 batches were abandoned", "410 Gone"} {
+	for _, want := range []string{"Needs attention", "1 batch was abandoned", "410 Gone", `data-field="sink.http.failed">2<`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the overview does not say %q:\n%s", want, body)
 		}
@@ -371,7 +371,7 @@ func TestChartsDrawRatesPerMinute(t *testing.T) {
 	for i, acc := range []float64{0, 10, 30, 30, 5} { // the last one: a restart
 		r.add(t0.Add(time.Duration(i)*30*time.Second), Totals{Accepted: acc})
 	}
-	c := r.charts()[0]
+	c := r.charts(t0, nil)[0]
 	// Kept: 10, 30, 30, 5 → rates 40/min, 0, 0 (a counter going down).
 	if c.Peak != "40" || c.Last != "0" || c.Span != "1m 30s" {
 		t.Fatalf("chart %+v", c)
@@ -381,5 +381,11 @@ func TestChartsDrawRatesPerMinute(t *testing.T) {
 	}
 	if !strings.HasPrefix(c.Points, "0.0,2.0 ") {
 		t.Fatalf("points %q: the peak first, at the top", c.Points)
+	}
+	// With the counters as they are now, the last point is current: 5 more
+	// in the 30 s since the last sample is 10 a minute.
+	live := r.charts(t0.Add(150*time.Second), &Totals{Accepted: 10})[0]
+	if live.Last != "10" || strings.Count(live.Points, ",") != 4 {
+		t.Fatalf("chart with the live counters %+v", live)
 	}
 }

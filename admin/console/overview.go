@@ -54,7 +54,12 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request, ss *session) 
 		c.render(w, status, "problem", v)
 		return
 	}
-	d := overviewData{S: s, Charts: c.rates.charts()}
+	var live *Totals
+	if c.o.Totals != nil {
+		t := c.o.Totals()
+		live = &t
+	}
+	d := overviewData{S: s, Charts: c.rates.charts(c.o.Now(), live)}
 	for _, st := range batchStates {
 		b := stateBox{State: st, Count: s.Queue.Batches[st], Final: isFinal(st)}
 		if age, ok := s.Queue.OldestAgeByState[st]; ok && !b.Final {
@@ -93,24 +98,22 @@ func (c *Console) sinkErrors(r *http.Request, s admin.StatusView) map[string]adm
 // good or retrying, abandoned batches, chunks that need a decision.
 func attentionOf(s admin.StatusView, errs map[string]admin.DeliveryView) []attention {
 	var out []attention
+	// A sink's failed deliveries are among the status's warnings already
+	// (with the CLI's command); the sinks table links them.
 	for _, sk := range s.Sinks {
-		if sk.Failed > 0 {
-			out = append(out, attention{What: fmt.Sprintf("%d deliveries to %s failed for good.", sk.Failed, sk.Name),
-				Link: "/ui/deliveries?" + url.Values{"state": {"failed"}, "sink": {sk.Name}}.Encode(), LinkText: "See why and redeliver"})
-		}
 		if e, ok := errs[sk.Name]; ok && sk.Pending > 0 && e.State == "pending" {
-			out = append(out, attention{What: fmt.Sprintf("%d deliveries to %s are waiting to retry, the oldest for %s: %s.",
-				sk.Pending, sk.Name, ageText(sk.OldestAgeSeconds), e.LastError),
+			out = append(out, attention{What: fmt.Sprintf("%s to %s waiting to retry, the oldest for %s: %s.",
+				plural(sk.Pending, "delivery is", "deliveries are"), sk.Name, ageText(sk.OldestAgeSeconds), e.LastError),
 				Link: "/ui/deliveries?" + url.Values{"state": {"pending"}, "sink": {sk.Name}}.Encode(), LinkText: "See them"})
 		}
 	}
 	if n := s.Queue.Batches["abandoned"]; n > 0 {
-		out = append(out, attention{What: fmt.Sprintf("%d batches were abandoned (their fetch gave up).", n),
+		out = append(out, attention{What: plural(n, "batch was", "batches were") + " abandoned (the fetch gave up).",
 			Link: "/ui/batches?state=abandoned", LinkText: "See why; refetch while the provider keeps them"})
 	}
 	for _, st := range []string{"failed", "submit_unknown"} {
 		if n := s.Chunks[st]; n > 0 {
-			out = append(out, attention{What: fmt.Sprintf("%d submission chunks are %s.", n, st),
+			out = append(out, attention{What: fmt.Sprintf("%s %s.", plural(n, "submission chunk is", "submission chunks are"), st),
 				Link: "/ui/submissions", LinkText: "See the submissions"})
 		}
 	}
@@ -122,4 +125,12 @@ func ageText(s *int64) string {
 		return "a moment"
 	}
 	return human(time.Duration(*s) * time.Second)
+}
+
+// plural writes n with the singular or the plural words after it.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

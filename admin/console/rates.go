@@ -71,11 +71,16 @@ type chart struct {
 
 const chartW, chartH = 300.0, 60.0
 
-// charts draws every series from the samples kept.
-func (r *rates) charts() []chart {
+// charts draws every series from the samples kept and, when given (live
+// is not nil), the counters as they are now, so that the last point is
+// always current and a daemon started a moment ago has a chart.
+func (r *rates) charts(now time.Time, live *Totals) []chart {
 	r.mu.Lock()
 	s := append([]sample(nil), r.samples...)
 	r.mu.Unlock()
+	if live != nil && (len(s) == 0 || now.Sub(s[len(s)-1].at) >= time.Second) {
+		s = append(s, sample{now, *live})
+	}
 	series := []struct {
 		title string
 		of    func(Totals) float64
@@ -114,6 +119,9 @@ func draw(title string, s []sample, of func(Totals) float64) chart {
 		}
 		vals = append(vals, v)
 		peak = max(peak, v)
+	}
+	if len(vals) == 1 { // one interval: a level line across the box
+		vals = append(vals, vals[0])
 	}
 	var b strings.Builder
 	for i, v := range vals {
