@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -41,8 +42,12 @@ const (
 // sink receiver, and one exported batch whose http delivery failed: the
 // receiver refused it with 400, which the sink takes as permanent.
 type world struct {
-	d  *daemonProc
-	id string
+	d *daemonProc
+	// tokenFile holds the daemon's admin token (BATCHHOOK_ADMIN_TOKEN_FILE);
+	// token is what it holds now (rotated by the last step).
+	tokenFile string
+	token     atomic.Pointer[string]
+	id        string
 	// answer is the receiver's status for every part.
 	answer atomic.Int32
 	recv   *demo.Receiver
@@ -83,13 +88,19 @@ func newWorld(t *testing.T) *world {
 	if err := os.WriteFile(secretFile, []byte(signingSecret), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	w.tokenFile = filepath.Join(t.TempDir(), "admin-token")
+	if err := os.WriteFile(w.tokenFile, []byte(adminToken), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tok := adminToken
+	w.token.Store(&tok)
 	w.d = startDaemon(t, map[string]string{
 		"BATCHHOOK_LISTEN_ADDR":         addr,
 		"BATCHHOOK_SIGNING_SECRET_FILE": secretFile,
 		"BATCHHOOK_API_KEY":             apiKey,
 		"BATCHHOOK_API_BASE_URL":        sim.URL(),
 		"BATCHHOOK_DATA_DIR":            t.TempDir(),
-		"BATCHHOOK_ADMIN_TOKEN":         adminToken,
+		"BATCHHOOK_ADMIN_TOKEN_FILE":    w.tokenFile,
 		"BATCHHOOK_BACKOFF_BASE":        "50ms",
 		"BATCHHOOK_BACKOFF_MAX":         "1s",
 		"BATCHHOOK_SINKS":               "file,http",
@@ -126,7 +137,7 @@ func (w *world) get(path string, out any) error {
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("Authorization", "Bearer "+*w.token.Load())
 	resp, err := w.api.Do(req)
 	if err != nil {
 		return err
@@ -180,6 +191,7 @@ func TestConsole(t *testing.T) {
 		{"MarkupInAnIDIsInert", markupIsInert},
 		{"RedeliverAFailedDelivery", redeliver},
 		{"SignOutEndsTheSession", signOut},
+		{"TokenRotationEndsTheSession", tokenRotation},
 	}
 	for _, s := range steps {
 		if !t.Run(s.name, func(t *testing.T) { s.fn(t, w, b) }) {
@@ -510,4 +522,38 @@ func signOut(t *testing.T, w *world, b *browser) {
 	if resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("a POST with the old cookie: HTTP %d, want 403", resp.StatusCode)
 	}
+}
+
+// tokenRotation: a session signed in with the old admin token ends when
+// the token file is rewritten and the daemon reloads it (SIGHUP); the new
+// token signs in.
+func tokenRotation(t *testing.T, w *world, b *browser) {
+	b.open(t, "/ui/")
+	b.do(t, "type the token", chromedp.SendKeys(chromedp.ID("token"), adminToken))
+	b.click(t, "#signin")
+	b.do(t, "the overview", chromedp.WaitVisible(chromedp.ID("health")))
+	b.open(t, "/ui/batches")
+	if p := b.path(t); p != "/ui/batches" {
+		t.Fatalf("signed in, /ui/batches led to %s", p)
+	}
+	rotated := adminToken + "-rotated"
+	if err := os.WriteFile(w.tokenFile, []byte(rotated), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	w.token.Store(&rotated)
+	waitFor(t, "the daemon to take the new admin token", func() error {
+		var s admin.StatusView
+		return w.get("/admin/status", &s)
+	})
+	b.open(t, "/ui/batches")
+	if p := b.path(t); p != "/ui/" {
+		t.Fatalf("after the token was rotated /ui/batches led to %s, want the sign-in at /ui/", p)
+	}
+	b.do(t, "the sign-in form", chromedp.WaitVisible(chromedp.ID("signin")))
+	b.do(t, "type the new token", chromedp.SendKeys(chromedp.ID("token"), rotated))
+	b.click(t, "#signin")
+	b.do(t, "the overview", chromedp.WaitVisible(chromedp.ID("health")))
 }
