@@ -225,7 +225,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		return err
 	}
 	keeper := rejectkeep.New(d.store, cfg.RejectedKeep, d.log.With().Str("component", "receiver").Logger(), nil)
-	loops := []func(context.Context) error{f.Run, d.watchStore, purger.Run, keeper.Run}
+	loops := []func(context.Context) error{f.Run, d.watchStore, purger.Run, keeper.Run, d.backfillStateIndex}
 	sub, rec, svc, err := d.submitSide(client)
 	if err != nil {
 		return err

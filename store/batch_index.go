@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -127,12 +128,19 @@ func (s *Store) OldestPendingByState() (map[State]time.Time, error) {
 // cursor of the following page, empty at the end.
 func (s *Store) List(state State, limit int, cursor string) (batches []Batch, next string, err error) {
 	var after []byte
-	if cursor != "" {
+	if cursor != "" && !strings.HasPrefix(cursor, stateCursorPrefix) {
 		if after, err = hex.DecodeString(cursor); err != nil || len(after) < 8 {
 			return nil, "", fmt.Errorf("bad cursor %q: %w", cursor, ErrBadCursor)
 		}
 	}
 	err = s.db.View(func(tx *bolt.Tx) error {
+		if state != "" && stateIndexed(tx) {
+			batches, next, err = listByState(tx, state, limit, cursor)
+			return err
+		}
+		if strings.HasPrefix(cursor, stateCursorPrefix) {
+			return fmt.Errorf("bad cursor %q (a list by state's, for another list): %w", cursor, ErrBadCursor)
+		}
 		c := tx.Bucket(bucketRecords).Cursor()
 		var k, v []byte
 		if after == nil {

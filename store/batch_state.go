@@ -136,6 +136,9 @@ func setState(tx *bolt.Tx, b *Batch, to State) error {
 	if err := indexForPurge(tx, b, from, to); err != nil {
 		return err
 	}
+	if err := indexByState(tx, b, from, to); err != nil {
+		return err
+	}
 	b.State = to
 	// Membership follows the new state (and whether a notification is
 	// recorded, so set b.Notification first); Delete of an absent key
