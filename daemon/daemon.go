@@ -161,6 +161,10 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		d.log.Info().Str("component", "store").Str("event", "records_migrated").Int("batches", n).
 			Msg("batch records moved to this version's layout (once per database; an older batchhook cannot read it)")
 	}
+	for _, b := range d.store.Backfills() {
+		d.log.Info().Str("component", "store").Str("event", "index_backfilled").Str("index", b.Index).Int("records", b.Records).
+			Msg("an index this version keeps was filled from every batch record (once per database, or again after an earlier batchhook wrote to it)")
+	}
 	// Before any worker: Finish queues a delivery for each of these.
 	d.store.SetSinks(deliverySinks(cfg))
 	if n, err := d.store.ReleaseLeases(time.Now()); err != nil {

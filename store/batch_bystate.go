@@ -125,6 +125,27 @@ func countOf(b *bolt.Bucket, s State) []byte {
 	return v
 }
 
+// startStateIndex marks the by-state index complete on a database that
+// holds no batch yet (in the transaction that creates its buckets): every
+// batch it will hold is indexed as it is recorded, so there is nothing to
+// backfill.
+func startStateIndex(tx *bolt.Tx) error {
+	meta := tx.Bucket(bucketMeta)
+	if meta.Get(byStateDone) != nil || meta.Get(byStateResume) != nil {
+		return nil
+	}
+	if k, _ := tx.Bucket(bucketRecords).Cursor().First(); k != nil {
+		return nil
+	}
+	if k, _ := tx.Bucket(bucketBatches).Cursor().First(); k != nil {
+		return nil // an earlier layout's records, not moved yet
+	}
+	if _, _, err := byStateBuckets(tx); err != nil {
+		return err
+	}
+	return meta.Put(byStateDone, []byte{1})
+}
+
 // StateIndexComplete reports whether the by-state index holds every
 // batch (BackfillStateIndex has finished, or the database began with it).
 func (s *Store) StateIndexComplete() (bool, error) {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -57,7 +58,18 @@ func getBatch(tx *bolt.Tx, id string) (*Batch, error) {
 	return decodeBatch(id, v)
 }
 
+// recordsRead counts the batch records read since the process started
+// (RecordsRead).
+var recordsRead atomic.Uint64
+
+// RecordsRead returns how many batch records this process has read:
+// decoded, or looked at by a walk over every record. Tests hold what a
+// start reads with it: a bounded number however many are stored, not all
+// of them.
+func RecordsRead() uint64 { return recordsRead.Load() }
+
 func decodeBatch(id string, v []byte) (*Batch, error) {
+	recordsRead.Add(1)
 	var b Batch
 	if err := json.Unmarshal(v, &b); err != nil {
 		return nil, fmt.Errorf("decode batch record %s: %w", id, err)
@@ -103,6 +115,7 @@ func forEachRecord(tx *bolt.Tx, fn func(id string, v []byte) error) error {
 		if len(k) < 8 {
 			return fmt.Errorf("record key of %d bytes", len(k))
 		}
+		recordsRead.Add(1)
 		return fn(string(k[8:]), v)
 	})
 }

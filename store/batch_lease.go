@@ -183,29 +183,38 @@ func (s *Store) Finish(id string, state State, exportPath, reason string, versio
 // to queued, due at once, keeping its checkpoint. The daemon calls it at
 // start, before any worker runs; it returns how many it released.
 //
-// It walks every record, not the pending index: a fetching batch the index
-// misses would otherwise never be leased again. Only records that contain
-// the encoded fetching state are decoded, so the walk costs a byte search
-// per record; a released batch is put back in the pending index.
+// It reads the leased index, not the records: a start costs the few
+// batches the stopped run held, however many are stored. Open has made
+// sure the index misses none (backfillLeased); an entry whose batch is no
+// longer fetching is dropped. A released batch is put back in the pending
+// index.
 func (s *Store) ReleaseLeases(now time.Time) (int, error) {
 	var n int
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		var stuck []*Batch
-		err := forEachRecord(tx, func(id string, v []byte) error {
-			if !bytes.Contains(v, fetchingMarker) {
-				return nil
-			}
-			b, err := decodeBatch(id, v)
-			if err != nil {
+		var stale [][]byte
+		leased := tx.Bucket(bucketLeased)
+		err := leased.ForEach(func(k, _ []byte) error {
+			b, err := getBatch(tx, string(k))
+			switch {
+			case errors.Is(err, ErrNotFound):
+				stale = append(stale, bytes.Clone(k))
+			case err != nil:
 				return err
-			}
-			if b.State == StateFetching {
+			case b.State != StateFetching:
+				stale = append(stale, bytes.Clone(k))
+			default:
 				stuck = append(stuck, b)
 			}
 			return nil
 		})
 		if err != nil {
 			return err
+		}
+		for _, k := range stale {
+			if err := leased.Delete(k); err != nil {
+				return err
+			}
 		}
 		for _, b := range stuck {
 			if err := tx.Bucket(bucketPending).Put(timeKey(b.CreatedAt, b.ID), nil); err != nil {

@@ -101,8 +101,8 @@ func stateName(s State) string {
 	return string(s)
 }
 
-// setState moves b to state to, keeping the counts and the pending index
-// right. Every state change goes through it; a move transitions does not
+// setState moves b to state to, keeping the counts and the pending, purge,
+// leased and awaiting indexes right. Every state change goes through it; a move transitions does not
 // hold is refused with ErrTransition and changes nothing.
 func setState(tx *bolt.Tx, b *Batch, to State) error {
 	from := b.State
@@ -137,6 +137,9 @@ func setState(tx *bolt.Tx, b *Batch, to State) error {
 		return err
 	}
 	if err := indexByState(tx, b, from, to); err != nil {
+		return err
+	}
+	if err := indexLease(tx, b.ID, from, to); err != nil {
 		return err
 	}
 	b.State = to

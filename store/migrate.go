@@ -17,14 +17,15 @@ var awaitingBackfilled = []byte("\x00backfilled-abandoned")
 // any batch.completed was recorded, once per database: such a batch was
 // taken off the index by earlier versions, and a late genuine webhook for
 // it would be answered duplicate instead of queued. It decodes only the
-// records whose JSON says they are abandoned.
-func backfillAwaiting(tx *bolt.Tx) (int, error) {
+// records whose JSON says they are abandoned; walked is how many records
+// it read (0 once done).
+func backfillAwaiting(tx *bolt.Tx) (walked int, err error) {
 	aw := tx.Bucket(bucketAwaiting)
 	if aw.Get(awaitingBackfilled) != nil {
 		return 0, nil
 	}
-	n := 0
-	err := forEachRecord(tx, func(id string, v []byte) error {
+	err = forEachRecord(tx, func(id string, v []byte) error {
+		walked++
 		if !bytes.Contains(v, []byte(`"state":"abandoned"`)) {
 			return nil
 		}
@@ -35,54 +36,79 @@ func backfillAwaiting(tx *bolt.Tx) (int, error) {
 		if !b.awaitingNotification() || aw.Get([]byte(id)) != nil {
 			return nil
 		}
-		n++
 		return aw.Put([]byte(id), nil)
 	})
 	if err != nil {
-		return 0, fmt.Errorf("backfill the awaiting index: %w", err)
+		return walked, fmt.Errorf("backfill the awaiting index: %w", err)
 	}
-	return n, aw.Put(awaitingBackfilled, nil)
+	return walked, aw.Put(awaitingBackfilled, nil)
+}
+
+// Backfill is one walk over every batch record that Open made to fill an
+// index a database written by an earlier version lacks. Each runs once per
+// database (a marker in the meta bucket says it is done), never at every
+// start.
+type Backfill struct {
+	// Index names the index filled.
+	Index string
+	// Records is how many records the walk read.
+	Records int
 }
 
 // prepare makes the database at db ready for this version, before the
 // store serves: it creates every bucket, moves the records of the layout
 // of earlier versions (migrateLayout, several transactions that resume
 // where a crash stopped them) and then backfills, in one transaction. It
-// returns how many records it moved.
-func prepare(db *bolt.DB) (int, error) {
+// returns how many records it moved and the walks the backfill made.
+func prepare(db *bolt.DB) (int, []Backfill, error) {
 	err := db.Update(func(tx *bolt.Tx) error {
 		for _, name := range [][]byte{bucketBatches, bucketRecords, bucketMeta, bucketDue, bucketQuarantine, bucketEvents, bucketPending, bucketCounts,
 			bucketSubmissions, bucketChunks, bucketChunkQueue, bucketChunkCounts, bucketSent, bucketPolls, bucketAwaiting,
 			bucketDeliveries, bucketDeliveryDue, bucketDeliveryQueued, bucketDeliveryState, bucketDeliveryCounts, bucketFileRemovals,
 			bucketPaymentEvents, bucketPaymentBodies, bucketPaymentDedup, bucketPaymentCursors, bucketPaymentFailed,
-			bucketRejected} {
+			bucketRejected, bucketLeased} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
 		}
-		return nil
+		return startStateIndex(tx)
 	})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	migrated, err := migrateLayout(db)
 	if err != nil {
-		return migrated, err
+		return migrated, nil, err
 	}
-	return migrated, db.Update(backfill)
+	var walks []Backfill
+	err = db.Update(func(tx *bolt.Tx) error {
+		walks = nil // a failed transaction leaves nothing done
+		var err error
+		walks, err = backfill(tx)
+		return err
+	})
+	return migrated, walks, err
 }
 
 // backfill brings a database written by an earlier version up to date,
 // in the transaction that opens it: the index entries earlier versions did
 // not keep are added once, and the file removals they kept in two buckets
-// move to one (migrateFileRemovals).
-func backfill(tx *bolt.Tx) error {
-	if err := backfillPurgeIndex(tx); err != nil {
-		return err
-	}
-	if _, err := backfillAwaiting(tx); err != nil {
-		return err
+// move to one (migrateFileRemovals). It returns the walks over every
+// record it made (none on a database already up to date, or empty).
+func backfill(tx *bolt.Tx) ([]Backfill, error) {
+	var walks []Backfill
+	for _, f := range []struct {
+		index string
+		fill  func(*bolt.Tx) (int, error)
+	}{{"purge", backfillPurgeIndex}, {"awaiting", backfillAwaiting}, {"leased", backfillLeased}} {
+		n, err := f.fill(tx)
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			walks = append(walks, Backfill{Index: f.index, Records: n})
+		}
 	}
 	_, err := migrateFileRemovals(tx)
-	return err
+	return walks, err
 }

@@ -96,18 +96,20 @@ var purgeIndexBackfilled = []byte("purge-index-backfilled")
 
 // backfillPurgeIndex creates the purge buckets and, once per database,
 // indexes the final batches already there. It decodes only the records
-// whose JSON says they are exported or abandoned.
-func backfillPurgeIndex(tx *bolt.Tx) error {
+// whose JSON says they are exported or abandoned; walked is how many
+// records it read (0 once done).
+func backfillPurgeIndex(tx *bolt.Tx) (walked int, err error) {
 	for _, name := range [][]byte{bucketPurgeExports, bucketPurgeRecords, bucketMeta} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-			return fmt.Errorf("create bucket %s: %w", name, err)
+			return 0, fmt.Errorf("create bucket %s: %w", name, err)
 		}
 	}
 	meta := tx.Bucket(bucketMeta)
 	if meta.Get(purgeIndexBackfilled) != nil {
-		return nil
+		return 0, nil
 	}
-	err := forEachRecord(tx, func(id string, v []byte) error {
+	err = forEachRecord(tx, func(id string, v []byte) error {
+		walked++
 		if !bytes.Contains(v, []byte(`"state":"exported"`)) && !bytes.Contains(v, []byte(`"state":"abandoned"`)) {
 			return nil
 		}
@@ -121,9 +123,9 @@ func backfillPurgeIndex(tx *bolt.Tx) error {
 		return indexForPurge(tx, b, "", b.State)
 	})
 	if err != nil {
-		return fmt.Errorf("backfill the purge indexes: %w", err)
+		return walked, fmt.Errorf("backfill the purge indexes: %w", err)
 	}
-	return meta.Put(purgeIndexBackfilled, []byte{1})
+	return walked, meta.Put(purgeIndexBackfilled, []byte{1})
 }
 
 // ExportPurgeCandidates returns up to limit exported batches, oldest

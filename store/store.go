@@ -40,11 +40,18 @@ type Store struct {
 	// migrated counts the records Open moved to the records bucket
 	// (batch_layout.go).
 	migrated int
+	// backfills are the walks over every record Open made (migrate.go).
+	backfills []Backfill
 }
 
 // MigratedRecords returns how many batch records Open moved from the
 // layout of earlier versions (0 once a database is migrated).
 func (s *Store) MigratedRecords() int { return s.migrated }
+
+// Backfills returns the walks over every batch record Open made to fill an
+// index this database lacked (none once a database is up to date: each
+// index is filled once).
+func (s *Store) Backfills() []Backfill { return s.backfills }
 
 // Open opens (creating if needed) the database in dir, with mode 0600 and
 // its directory 0700. It waits at most lockTimeout for another process's
@@ -66,7 +73,7 @@ func open(dir string, lockTimeout time.Duration, openFile func(string, int, os.F
 	if err != nil {
 		return nil, err
 	}
-	migrated, err := prepare(db)
+	migrated, backfills, err := prepare(db)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("initialise %s: %w", path, err)
@@ -77,7 +84,7 @@ func open(dir string, lockTimeout time.Duration, openFile func(string, int, os.F
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	s := &Store{db: ddb, wake: make(chan struct{}, 1), submitWake: make(chan struct{}, 1), pollWake: make(chan struct{}, 1), records: make(chan writeReq, maxGroup),
-		quit: make(chan struct{}), writerDone: make(chan struct{}), migrated: migrated}
+		quit: make(chan struct{}), writerDone: make(chan struct{}), migrated: migrated, backfills: backfills}
 	go s.writer()
 	return s, nil
 }
