@@ -20,7 +20,8 @@ var ErrState = errors.New("state conflict")
 // ErrBadCursor is returned by the list methods for a cursor they did not issue.
 var ErrBadCursor = errors.New("bad cursor")
 
-// ErrExists is returned when a submission id is already used.
+// ErrExists is returned when a submission id is already used, and by a
+// Loader given a record the store already holds (bulk.go).
 var ErrExists = errors.New("already exists")
 
 // ErrFailed is returned by every method after a commit failed: the store
