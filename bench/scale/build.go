@@ -91,8 +91,20 @@ func makeIDs(o Options) []string {
 	return ids
 }
 
+// batchesPerTx bounds the batches one load transaction writes. A batch
+// passes through queued, fetching and exported on its way to purged, and
+// each move puts and deletes its by-state index entry, in front of the
+// purged entries of the same leaf; bbolt splits a leaf only at the
+// commit, so each move shifts every entry the transaction added there.
+// In the first transaction the whole index is one leaf, and one of the
+// loader's full size (about 85,000 batches) costs the square of it:
+// 100,000 batches with a thin payments log took 1 min 43 s to build, 9 s
+// in transactions of this size.
+const batchesPerTx = 4096
+
 // loadBatches writes every batch's record in arrival order, and the
-// submissions as their first batch comes.
+// submissions as their first batch comes, committing every batchesPerTx
+// batches.
 func loadBatches(l *store.Loader, o Options, ids []string, exports string) error {
 	for i, id := range ids {
 		p := o.plan(i)
@@ -103,6 +115,11 @@ func loadBatches(l *store.Loader, o Options, ids []string, exports string) error
 		}
 		if err := l.AddBatch(batchOf(o, p, id, exports)); err != nil {
 			return err
+		}
+		if (i+1)%batchesPerTx == 0 {
+			if err := l.Flush(); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
