@@ -76,9 +76,19 @@ func byStateBuckets(tx *bolt.Tx) (idx, counts *bolt.Bucket, err error) {
 	return idx, counts, err
 }
 
+// indexed reports whether bk holds key. The index's values are empty,
+// and bbolt's Get returns nil for an empty value put in the same
+// transaction, so presence is the key's: a batch moved twice in one
+// transaction (BulkLoad moves each along its whole path) finds the entry
+// its first move put.
+func indexed(bk *bolt.Bucket, key []byte) bool {
+	k, _ := bk.Cursor().Seek(key)
+	return bytes.Equal(k, key)
+}
+
 // indexKeyByState adds key (of state s) when absent, counting it.
 func indexKeyByState(bk, counts *bolt.Bucket, key []byte, s State) error {
-	if bk.Get(key) != nil {
+	if indexed(bk, key) {
 		return nil
 	}
 	if err := bk.Put(key, nil); err != nil {
@@ -89,7 +99,7 @@ func indexKeyByState(bk, counts *bolt.Bucket, key []byte, s State) error {
 
 // unindexByState removes key (of state s) when present, counting it.
 func unindexByState(bk, counts *bolt.Bucket, key []byte, s State) error {
-	if bk.Get(key) == nil {
+	if !indexed(bk, key) {
 		return nil
 	}
 	if err := bk.Delete(key); err != nil {
