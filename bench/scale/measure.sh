@@ -278,7 +278,7 @@ used() {
   ps=$(od -An -t u4 -j 24 -N 4 "$1" | tr -d ' ')
   a=$(od -An -t u8 -j 56 -N 16 "$1" | awk '{print $2, $1}')
   b=$(od -An -t u8 -j $((ps + 56)) -N 16 "$1" | awk '{print $2, $1}')
-  printf '%s\n%s\n' "$a" "$b" | sort -n | tail -1 | awk -v ps="$ps" '{printf "%d", $2 * ps}'
+  printf '%s\n%s\n' "$a" "$b" | sort -n | tail -1 | awk -v ps="$ps" '{printf "%.0f", $2 * ps}'
 }
 
 # bytes a batch after compaction, all tombstones and all whole records:
