@@ -91,7 +91,12 @@ func indexKeyByState(bk, counts *bolt.Bucket, key []byte, s State) error {
 	if indexed(bk, key) {
 		return nil
 	}
-	if err := bk.Put(key, nil); err != nil {
+	// An empty value, not nil: within the transaction that put it, bbolt's
+	// Get returns the value as given, and a nil one would read as absent,
+	// so that a second move in the same transaction (BulkLoad walks a
+	// batch through every state in one) would leave this entry and its
+	// count behind.
+	if err := bk.Put(key, []byte{}); err != nil {
 		return err
 	}
 	return addCountIn(counts, string(s), 1)

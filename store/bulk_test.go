@@ -92,3 +92,47 @@ func TestBulkLoadLeavesWhatThePipelineLeaves(t *testing.T) {
 		t.Fatalf("a dedup key loaded twice: %v", err)
 	}
 }
+
+// BulkLoad moves each batch through its states in one transaction: the
+// by-state index must still hold it once, under its last state, and be
+// complete, so that a built database needs no backfill at its first start.
+func TestBulkLoadLeavesTheStateIndexComplete(t *testing.T) {
+	t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	s := openTest(t, t.TempDir())
+	ids := []string{"b_exported", "b_purged", "b_queued"}
+	err := s.BulkLoad(func(l *Loader) error {
+		if err := l.Positions(ids); err != nil {
+			return err
+		}
+		for i, st := range []State{StateExported, StatePurged, StateQueued} {
+			at := t0.Add(time.Duration(i) * time.Minute)
+			b := Batch{ID: ids[i], State: st, CreatedAt: at, FinishedAt: at,
+				Notification: Notification{Event: "batch.completed", BatchID: ids[i], Status: "completed", ReceivedAt: at, Source: SourceWebhook}}
+			if st == StateQueued {
+				b.FinishedAt = time.Time{}
+			}
+			if st == StatePurged {
+				b.Tombstone = &Tombstone{PurgedAt: at}
+			}
+			if err := l.AddBatch(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.StateIndexComplete(); err != nil || !ok {
+		t.Fatalf("state index complete = %v %v, want true", ok, err)
+	}
+	for i, st := range []State{StateExported, StatePurged, StateQueued} {
+		got, _, err := s.List(st, 10, "")
+		if err != nil || len(got) != 1 || got[0].ID != ids[i] {
+			t.Fatalf("list %s = %v %v, want %s alone", st, got, err, ids[i])
+		}
+	}
+	if got, _, _ := s.List(StateFetching, 10, ""); len(got) != 0 {
+		t.Fatalf("list fetching = %v, want none", got)
+	}
+}

@@ -102,17 +102,39 @@ func (s *Store) FileRemovals() ([]FileRemoval, error) {
 // record of a larger scope made since r was read (a purge recorded while a
 // removal ran) stays, for the next sweep.
 func (s *Store) FileRemovalDone(r FileRemoval) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		cur, ok := pendingFileRemoval(tx, r.BatchID)
-		if !ok || cur.scope() > r.scope() {
-			return nil
-		}
-		return tx.Bucket(bucketFileRemovals).Delete([]byte(r.BatchID))
-	})
+	err := s.db.Update(func(tx *bolt.Tx) error { return fileRemovalDone(tx, r) })
 	if err != nil {
 		return fmt.Errorf("record files of %s removed: %w", r.BatchID, err)
 	}
 	return nil
+}
+
+// FileRemovalsDone is FileRemovalDone for several removals in one
+// transaction (a purge pass's batch of deleted exports).
+func (s *Store) FileRemovalsDone(rs []FileRemoval) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		for _, r := range rs {
+			if err := fileRemovalDone(tx, r); err != nil {
+				return fmt.Errorf("batch %s: %w", r.BatchID, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("record the files of %d batches removed: %w", len(rs), err)
+	}
+	return nil
+}
+
+func fileRemovalDone(tx *bolt.Tx, r FileRemoval) error {
+	cur, ok := pendingFileRemoval(tx, r.BatchID)
+	if !ok || cur.scope() > r.scope() {
+		return nil
+	}
+	return tx.Bucket(bucketFileRemovals).Delete([]byte(r.BatchID))
 }
 
 // migrateFileRemovals moves the entries of the buckets earlier versions

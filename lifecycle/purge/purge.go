@@ -7,8 +7,10 @@
 // submit_unknown chunks older than RECORD_RETENTION.
 //
 // Crash safety comes from the order: the tombstone and the intent to
-// delete the files are committed first (store.PurgeExport), the files are
-// deleted next, the intent is cleared last. Every pass begins by finishing
+// delete the files are committed first (store.PurgeExports), the files are
+// deleted next, the intent is cleared last. Exports go through this in
+// groups of up to TxLimit: one commit for the group's tombstones, the
+// group's files, one commit to clear the group's intents. Every pass begins by finishing
 // the deletions a crash interrupted, so no export is ever half-deleted
 // without its tombstone and none is orphaned.
 package purge
@@ -26,14 +28,15 @@ import (
 )
 
 // Store is what the purger needs from the store. Every method is one short
-// transaction; PurgeExport returns store.ErrDeliveryPending while a sink
-// still has the export to deliver and store.ErrState when the batch left
-// the exported state (a refetch came first).
+// transaction; PurgeExports refuses a batch with store.ErrDeliveryPending
+// while a sink still has the export to deliver and store.ErrState when the
+// batch left the exported state (a refetch came first).
 type Store interface {
 	ExportPurgeCandidates(before time.Time, after string, limit int) ([]store.Batch, string, error)
-	PurgeExport(id string, p store.ExportPurge, now time.Time) (*store.Batch, error)
+	PurgeExports(reqs []store.ExportPurgeRequest, now time.Time) ([]store.ExportPurgeOutcome, error)
 	FileRemovals() ([]store.FileRemoval, error)
 	FileRemovalDone(r store.FileRemoval) error
+	FileRemovalsDone(rs []store.FileRemoval) error
 	PurgeRecords(before time.Time, after string, limit int, now time.Time) (int, string, error)
 	PurgeQuarantine(before time.Time, after string, limit int) (int, string, error)
 	PurgeAudit(before time.Time, after string, limit int) (int, string, error)
@@ -218,10 +221,16 @@ func (p *Purger) finishRemovals(ctx context.Context, r *Result) error {
 // store's.
 func (p *Purger) removeFiles(id string, r *Result) (bool, error) {
 	if err := p.o.Files.Purge(id); err != nil {
-		p.o.Logger.Error().Str("event", "purge_failed").Str("batch_id", id).Err(err).
-			Msg("could not delete a purged export; the other purges go on and this one is retried at the next pass")
-		r.Undeleted = append(r.Undeleted, id)
+		p.undeleted(id, err, r)
 		return false, nil
 	}
 	return true, p.o.Store.FileRemovalDone(store.FileRemoval{BatchID: id, Purge: true})
+}
+
+// undeleted logs and lists in r a purged batch whose files could not be
+// deleted: its removal stays recorded, for the next pass.
+func (p *Purger) undeleted(id string, err error, r *Result) {
+	p.o.Logger.Error().Str("event", "purge_failed").Str("batch_id", id).Err(err).
+		Msg("could not delete a purged export; the other purges go on and this one is retried at the next pass")
+	r.Undeleted = append(r.Undeleted, id)
 }

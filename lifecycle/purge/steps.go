@@ -13,7 +13,9 @@ import (
 // and the manifest's exported_at (a crash between publishing and recording
 // makes the record later). An export a sink still has pending is kept
 // (DECISIONS 23); one whose deliveries ended failed is deleted and the
-// sinks that never had it are logged.
+// sinks that never had it are logged. Each group of candidates (TxLimit)
+// is purged in one transaction, its files deleted after that commit, and
+// their removal recorded in one more.
 func (p *Purger) purgeExports(ctx context.Context, now time.Time, r *Result) error {
 	before := now.Add(-p.o.ExportRetention)
 	after := ""
@@ -22,13 +24,11 @@ func (p *Purger) purgeExports(ctx context.Context, now time.Time, r *Result) err
 		if err != nil {
 			return err
 		}
-		for i := range batches {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if err := p.purgeExport(&batches[i], before, now, r); err != nil {
-				return err
-			}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := p.purgeExportGroup(batches, before, now, r); err != nil {
+			return err
 		}
 		if next == "" {
 			return nil
@@ -37,11 +37,64 @@ func (p *Purger) purgeExports(ctx context.Context, now time.Time, r *Result) err
 	}
 }
 
-func (p *Purger) purgeExport(b *store.Batch, before, now time.Time, r *Result) error {
+// purgeExportGroup purges the due exports among batches: their tombstones
+// and file removals in one commit, then their files, then their removals
+// recorded done in one commit.
+func (p *Purger) purgeExportGroup(batches []store.Batch, before, now time.Time, r *Result) error {
+	reqs := make([]store.ExportPurgeRequest, 0, len(batches))
+	for i := range batches {
+		ep, due, err := p.exportPurge(&batches[i], before)
+		if err != nil {
+			return err
+		}
+		if due {
+			reqs = append(reqs, store.ExportPurgeRequest{ID: batches[i].ID, Purge: ep})
+		}
+	}
+	if len(reqs) == 0 {
+		return nil
+	}
+	outs, err := p.o.Store.PurgeExports(reqs, now)
+	if err != nil {
+		return err
+	}
+	done := make([]store.FileRemoval, 0, len(reqs))
+	gone := make([]int, 0, len(reqs))
+	for i, o := range outs {
+		switch {
+		case errors.Is(o.Err, store.ErrDeliveryPending):
+			r.Blocked++
+			p.o.Logger.Debug().Str("event", "export_purge_waiting").Str("batch_id", reqs[i].ID).
+				Msg("export due for purge kept: a delivery of it is pending")
+			continue
+		case errors.Is(o.Err, store.ErrState), errors.Is(o.Err, store.ErrNotFound):
+			continue // refetched (or erased) since the candidates were read
+		case o.Err != nil:
+			return o.Err
+		}
+		if err := p.o.Files.Purge(reqs[i].ID); err != nil {
+			p.undeleted(reqs[i].ID, err, r)
+			continue
+		}
+		done = append(done, store.FileRemoval{BatchID: reqs[i].ID, Purge: true})
+		gone = append(gone, i)
+	}
+	if err := p.o.Store.FileRemovalsDone(done); err != nil {
+		return err
+	}
+	for _, i := range gone {
+		p.logExportPurged(reqs[i], outs[i].Batch, r)
+	}
+	return nil
+}
+
+// exportPurge reads what the tombstone keeps of b's export and says whether
+// the export is due.
+func (p *Purger) exportPurge(b *store.Batch, before time.Time) (store.ExportPurge, bool, error) {
 	ep := store.ExportPurge{ExportedAt: b.FinishedAt, ManifestItems: b.Checkpoint.Items}
 	sum, items, exportedAt, ok, err := p.o.Files.Manifest(b.ID)
 	if err != nil {
-		return err
+		return ep, false, err
 	}
 	if ok {
 		ep.ManifestSHA256, ep.ManifestItems = sum, items
@@ -52,36 +105,23 @@ func (p *Purger) purgeExport(b *store.Batch, before, now time.Time, r *Result) e
 	if ep.ExportedAt.IsZero() {
 		ep.ExportedAt = b.UpdatedAt
 	}
-	if ep.ExportedAt.After(before) {
-		return nil // finished later than it was created: not due yet
-	}
-	purged, err := p.o.Store.PurgeExport(b.ID, ep, now)
-	switch {
-	case errors.Is(err, store.ErrDeliveryPending):
-		r.Blocked++
-		p.o.Logger.Debug().Str("event", "export_purge_waiting").Str("batch_id", b.ID).
-			Msg("export due for purge kept: a delivery of it is pending")
-		return nil
-	case errors.Is(err, store.ErrState):
-		return nil // refetched since the candidates were read
-	case err != nil:
-		return err
-	}
-	if gone, err := p.removeFiles(b.ID, r); err != nil || !gone {
-		return err
-	}
+	// Finished later than it was created: not due yet.
+	return ep, !ep.ExportedAt.After(before), nil
+}
+
+func (p *Purger) logExportPurged(req store.ExportPurgeRequest, purged *store.Batch, r *Result) {
 	r.Purged[KindExport]++
 	p.o.Observer.Purged(KindExport, 1)
-	ev := p.o.Logger.Info().Str("event", "export_purged").Str("batch_id", b.ID).
+	ep := req.Purge
+	ev := p.o.Logger.Info().Str("event", "export_purged").Str("batch_id", req.ID).
 		Time("exported_at", ep.ExportedAt).Int64("items", ep.ManifestItems)
 	msg := "export deleted after BATCHHOOK_EXPORT_RETENTION; the batch is purged"
 	if never := purged.Tombstone.NeverDelivered; len(never) > 0 {
-		ev = p.o.Logger.Warn().Str("event", "export_purged").Str("batch_id", b.ID).
+		ev = p.o.Logger.Warn().Str("event", "export_purged").Str("batch_id", req.ID).
 			Time("exported_at", ep.ExportedAt).Int64("items", ep.ManifestItems).Strs("sinks_never_delivered", never)
 		msg = "export deleted after BATCHHOOK_EXPORT_RETENTION although these sinks never received it (their delivery failed)"
 	}
 	ev.Msg(msg)
-	return nil
 }
 
 // purgeRecords reduces records, and deletes raw bodies and chunk CPFs, at
