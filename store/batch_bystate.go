@@ -91,11 +91,8 @@ func indexKeyByState(bk, counts *bolt.Bucket, key []byte, s State) error {
 	if indexed(bk, key) {
 		return nil
 	}
-	// An empty value, not nil: within the transaction that put it, bbolt's
-	// Get returns the value as given, and a nil one would read as absent,
-	// so that a second move in the same transaction (BulkLoad walks a
-	// batch through every state in one) would leave this entry and its
-	// count behind.
+	// Presence is checked by key (indexed); the value is empty, not nil,
+	// so that a Get would find it too.
 	if err := bk.Put(key, []byte{}); err != nil {
 		return err
 	}
