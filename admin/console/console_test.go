@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/batchhook/batchhook/admin"
+	"github.com/batchhook/batchhook/internal/testutil"
 )
 
 // fakeAPI stands in for the admin API: it checks the bearer token the
@@ -79,29 +80,12 @@ type testConsole struct {
 	api   *fakeAPI
 	token atomic.Pointer[string]
 	now   atomic.Pointer[time.Time]
-	logs  *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs  *testutil.SyncBuffer
 }
 
 func newTestConsole(t *testing.T, token string) *testConsole {
 	t.Helper()
-	tc := &testConsole{api: &fakeAPI{token: token}, logs: &syncBuffer{}}
+	tc := &testConsole{api: &fakeAPI{token: token}, logs: &testutil.SyncBuffer{}}
 	tc.token.Store(&token)
 	now := time.Date(2026, 11, 28, 3, 0, 0, 0, time.UTC)
 	tc.now.Store(&now)
