@@ -31,4 +31,4 @@ func (f exportFiles) Manifest(batchID string) (string, int64, time.Time, bool, e
 	return m.SHA256, m.Items, m.ExportedAt, ok, err
 }
 
-func (f exportFiles) Purge(batchID string) error { return f.dir.Purge(batchID) }
+func (f exportFiles) Purge(ids []string) []error { return f.dir.PurgeAll(ids) }

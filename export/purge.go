@@ -32,21 +32,52 @@ func (d *Dir) Manifest(batchID string) (m Manifest, ok bool, err error) {
 // Purge deletes everything the export root holds for batchID: the
 // published directory, anything staged in .partial, a rewrite left by an
 // erasure or a filtered publish that stopped before its swap, and an old
-// copy left aside by an interrupted replace. Nothing is followed (a link is removed
-// itself), a missing entry is not an error, and both directories are
-// synced, so a purge that returned nil is durable and a repeated one does
-// nothing. It holds the batch's lock, like Erase: an erasure that read the
-// export before the purge must not swap its rewrite back in after it.
-func (d *Dir) Purge(batchID string) error {
+// copy left aside by an interrupted replace. Nothing is followed (a link is
+// removed itself), a missing entry is not an error, and both directories
+// are synced, so a purge that returned nil is durable and a repeated one
+// does nothing.
+func (d *Dir) Purge(batchID string) error { return d.PurgeAll([]string{batchID})[0] }
+
+// PurgeAll is Purge for every batch of ids with one sync of each directory
+// for them all: the purger deletes a day's exports in groups, and a sync
+// for each one was most of a pass's time. errs[i] is the error for ids[i],
+// nil once its deletion is durable; when a directory cannot be synced, no
+// deletion is, and every batch has that error. Each batch's entries are
+// removed under its lock, like Erase's: an erasure that read the export
+// before the purge must not swap its rewrite back in after it.
+func (d *Dir) PurgeAll(ids []string) (errs []error) {
+	errs = make([]error, len(ids))
+	fail := func(err error) []error {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+		return errs
+	}
+	h, err := d.open()
+	if err != nil {
+		return fail(err)
+	}
+	defer h.close()
+	for i, id := range ids {
+		errs[i] = d.purgeOne(h, id)
+	}
+	if err := syncDir(h.partial); err != nil {
+		return fail(fmt.Errorf("purge exports: %w", err))
+	}
+	if err := d.syncRoot(h); err != nil {
+		return fail(fmt.Errorf("purge exports: %w", err))
+	}
+	return errs
+}
+
+// purgeOne removes batchID's entries from both directories, unsynced.
+func (d *Dir) purgeOne(h *handles, batchID string) error {
 	if err := checkID(batchID); err != nil {
 		return err
 	}
 	defer d.locks.lock(batchID)()
-	h, err := d.open()
-	if err != nil {
-		return err
-	}
-	defer h.close()
 	if err := removeAt(h.root, batchID); err != nil {
 		return fmt.Errorf("purge export %s: %w", batchID, err)
 	}
@@ -64,12 +95,6 @@ func (d *Dir) Purge(batchID string) error {
 		if err := removeAt(h.partial, batchID+legacySuffix); err != nil {
 			return fmt.Errorf("purge old export of %s: %w", batchID, err)
 		}
-	}
-	if err := syncDir(h.partial); err != nil {
-		return fmt.Errorf("purge export %s: %w", batchID, err)
-	}
-	if err := d.syncRoot(h); err != nil {
-		return fmt.Errorf("purge export %s: %w", batchID, err)
 	}
 	return nil
 }

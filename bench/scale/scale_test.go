@@ -240,4 +240,4 @@ func (noExports) Manifest(string) (string, int64, time.Time, bool, error) {
 	return "", 0, time.Time{}, false, nil
 }
 
-func (noExports) Purge(string) error { return nil }
+func (noExports) Purge(ids []string) []error { return make([]error, len(ids)) }

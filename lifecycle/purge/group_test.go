@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,20 +43,24 @@ func (c *countingStore) FileRemovalsDone(rs []store.FileRemoval) error {
 // would leave must be finishable by the next pass.
 type checkedFiles struct {
 	files
-	t  *testing.T
-	st *store.Store
+	t     *testing.T
+	st    *store.Store
+	calls *atomic.Int32
 }
 
-func (f checkedFiles) Purge(id string) error {
-	b, err := f.st.Get(id)
-	if err != nil || b.State != store.StatePurged || b.Tombstone == nil {
-		f.t.Errorf("%s deleted from disk while its record is %v (%v)", id, b, err)
+func (f checkedFiles) Purge(ids []string) []error {
+	rs, rerr := f.st.FileRemovals()
+	for _, id := range ids {
+		b, err := f.st.Get(id)
+		if err != nil || b.State != store.StatePurged || b.Tombstone == nil {
+			f.t.Errorf("%s deleted from disk while its record is %v (%v)", id, b, err)
+		}
+		if !slices.ContainsFunc(rs, func(r store.FileRemoval) bool { return r.BatchID == id && r.Purge }) {
+			f.t.Errorf("%s deleted from disk before its removal was recorded: %v %v", id, rs, rerr)
+		}
 	}
-	rs, err := f.st.FileRemovals()
-	if err != nil || !slices.ContainsFunc(rs, func(r store.FileRemoval) bool { return r.BatchID == id && r.Purge }) {
-		f.t.Errorf("%s deleted from disk before its removal was recorded: %v %v", id, rs, err)
-	}
-	return f.files.Purge(id)
+	f.calls.Add(1)
+	return f.files.Purge(ids)
 }
 
 // A pass purges exports a group at a time: one commit for a group's
@@ -71,7 +76,8 @@ func TestPassPurgesExportsInGroups(t *testing.T) {
 	}
 	e.export(t, "young", t0.Add(20*day))
 	cs := &countingStore{Store: e.st}
-	p, err := purge.New(purge.Options{Store: cs, Files: checkedFiles{files{e.dir}, t, e.st}, Logger: zerolog.New(e.logs),
+	var calls atomic.Int32
+	p, err := purge.New(purge.Options{Store: cs, Files: checkedFiles{files{e.dir}, t, e.st, &calls}, Logger: zerolog.New(e.logs),
 		Observer: e.obs, ExportRetention: month, Interval: time.Hour, TxLimit: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -83,8 +89,8 @@ func TestPassPurgesExportsInGroups(t *testing.T) {
 	if r.Purged[purge.KindExport] != 7 {
 		t.Fatalf("purged %v, want 7 exports", r.Purged)
 	}
-	if !slices.Equal(cs.groupSizes, []int{3, 3, 1}) || cs.dones != 3 {
-		t.Fatalf("groups of %v and %d removal commits, want [3 3 1] and 3", cs.groupSizes, cs.dones)
+	if !slices.Equal(cs.groupSizes, []int{3, 3, 1}) || cs.dones != 3 || calls.Load() != 3 {
+		t.Fatalf("groups of %v, %d removal commits and %d deletions of files, want [3 3 1], 3 and 3", cs.groupSizes, cs.dones, calls.Load())
 	}
 	for _, id := range ids {
 		if exists(t, e.dir.Path(id)) {

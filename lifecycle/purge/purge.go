@@ -54,9 +54,11 @@ type Files interface {
 	// Manifest reads the published manifest of batchID; ok is false when
 	// there is none.
 	Manifest(batchID string) (sha256 string, items int64, exportedAt time.Time, ok bool, err error)
-	// Purge deletes everything kept for batchID (published, staged, set
-	// aside); a missing export is not an error.
-	Purge(batchID string) error
+	// Purge deletes everything kept for each batch of ids (published,
+	// staged, set aside), with one sync of the export root for them all;
+	// a missing export is not an error. errs[i] is ids[i]'s, nil once its
+	// deletion is durable.
+	Purge(ids []string) (errs []error)
 }
 
 // Observer counts what a pass deleted, by kind (export, record,
@@ -139,8 +141,13 @@ func (p *Purger) Run(ctx context.Context) error {
 	t := time.NewTicker(p.o.Interval)
 	defer t.Stop()
 	for {
-		if _, err := p.Pass(ctx, p.o.Now()); err != nil && ctx.Err() == nil {
+		began := time.Now()
+		r, err := p.Pass(ctx, p.o.Now())
+		switch {
+		case err != nil && ctx.Err() == nil:
 			p.o.Logger.Error().Str("event", "purge_failed").Err(err).Msg("purge pass failed; retried at the next interval")
+		case err == nil:
+			p.logPass(r, time.Since(began))
 		}
 		select {
 		case <-ctx.Done():
@@ -194,37 +201,70 @@ func (p *Purger) Pass(ctx context.Context, now time.Time) (r Result, err error) 
 	return r, nil
 }
 
+// logPass says how long a pass that deleted or kept something took: the
+// pass shares the store with the receiver, and its time is what an
+// operator compares with the acks' latency.
+func (p *Purger) logPass(r Result, took time.Duration) {
+	total := 0
+	for _, n := range r.Purged {
+		total += n
+	}
+	if total == 0 && r.Blocked == 0 {
+		return
+	}
+	d := zerolog.Dict()
+	for _, k := range Kinds {
+		if n := r.Purged[k]; n > 0 {
+			d = d.Int(k, n)
+		}
+	}
+	p.o.Logger.Info().Str("event", "purge_pass_finished").Int64("took_ms", took.Milliseconds()).Dict("purged", d).Int("blocked", r.Blocked).
+		Msg("purge pass finished")
+}
+
 // finishRemovals deletes the files of purged batches whose deletion a crash
-// (or a failed removal) left unfinished.
+// (or a failed removal) left unfinished, TxLimit at a time.
 func (p *Purger) finishRemovals(ctx context.Context, r *Result) error {
 	rs, err := p.o.Store.FileRemovals()
 	if err != nil {
 		return err
 	}
+	var ids []string
 	for _, rm := range rs {
-		if !rm.Purge {
-			continue // an export every sink has: the dispatcher removes it
+		if rm.Purge { // the others are exports every sink has: the dispatcher removes them
+			ids = append(ids, rm.BatchID)
 		}
+	}
+	for len(ids) > 0 {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if _, err := p.removeFiles(rm.BatchID, r); err != nil {
+		n := min(len(ids), p.o.TxLimit)
+		gone := p.removeFiles(ids[:n], r)
+		done := make([]store.FileRemoval, len(gone))
+		for i, id := range gone {
+			done[i] = store.FileRemoval{BatchID: id, Purge: true}
+		}
+		if err := p.o.Store.FileRemovalsDone(done); err != nil {
 			return err
 		}
+		ids = ids[n:]
 	}
 	return nil
 }
 
-// removeFiles deletes the files of the purged batch id and records them
-// gone; it reports whether they are. A deletion that fails is logged and
-// listed in r (it stays recorded, for the next pass); an error is the
-// store's.
-func (p *Purger) removeFiles(id string, r *Result) (bool, error) {
-	if err := p.o.Files.Purge(id); err != nil {
-		p.undeleted(id, err, r)
-		return false, nil
+// removeFiles deletes the files of the purged batches ids and returns those
+// whose deletion is durable. A deletion that fails is logged and listed in
+// r: it stays recorded, for the next pass.
+func (p *Purger) removeFiles(ids []string, r *Result) (gone []string) {
+	for i, err := range p.o.Files.Purge(ids) {
+		if err != nil {
+			p.undeleted(ids[i], err, r)
+			continue
+		}
+		gone = append(gone, ids[i])
 	}
-	return true, p.o.Store.FileRemovalDone(store.FileRemoval{BatchID: id, Purge: true})
+	return gone
 }
 
 // undeleted logs and lists in r a purged batch whose files could not be

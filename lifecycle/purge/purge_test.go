@@ -7,6 +7,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -35,13 +37,19 @@ func (f files) Manifest(id string) (string, int64, time.Time, bool, error) {
 	m, ok, err := f.d.Manifest(id)
 	return m.SHA256, m.Items, m.ExportedAt, ok, err
 }
-func (f files) Purge(id string) error { return f.d.Purge(id) }
+func (f files) Purge(ids []string) []error { return f.d.PurgeAll(ids) }
 
 // failingFiles plays a crash (or an I/O error) after the tombstone's commit
 // and before the files are gone.
 type failingFiles struct{ files }
 
-func (failingFiles) Purge(string) error { return errors.New("disk went away") }
+func (failingFiles) Purge(ids []string) []error {
+	errs := make([]error, len(ids))
+	for i := range errs {
+		errs[i] = errors.New("disk went away")
+	}
+	return errs
+}
 
 type counter struct {
 	mu sync.Mutex
@@ -327,6 +335,9 @@ func TestRunPassesAtStart(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not stop")
 	}
+	if logs := e.logs.String(); !regexp.MustCompile(`"event":"purge_pass_finished","took_ms":\d+,"purged":\{"export":1\},"blocked":0`).MatchString(logs) {
+		t.Fatalf("no purge_pass_finished line for the pass: %s", logs)
+	}
 }
 
 func TestNewRefusesBadOptions(t *testing.T) {
@@ -378,11 +389,18 @@ type oneStuck struct {
 	id string
 }
 
-func (f oneStuck) Purge(id string) error {
-	if id == f.id {
-		return errors.New("operation not permitted")
+func (f oneStuck) Purge(ids []string) []error {
+	rest := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == f.id })
+	errs := f.files.Purge(rest)
+	out := make([]error, 0, len(ids))
+	for _, id := range ids {
+		if id == f.id {
+			out = append(out, errors.New("operation not permitted"))
+			continue
+		}
+		out, errs = append(out, errs[0]), errs[1:]
 	}
-	return f.files.Purge(id)
+	return out
 }
 
 // TestAnUndeletableExportDoesNotHoldUpTheOthers: one purged export whose

@@ -14,8 +14,9 @@ import (
 // makes the record later). An export a sink still has pending is kept
 // (DECISIONS 23); one whose deliveries ended failed is deleted and the
 // sinks that never had it are logged. Each group of candidates (TxLimit)
-// is purged in one transaction, its files deleted after that commit, and
-// their removal recorded in one more.
+// is purged in one transaction, its files deleted after that commit (with
+// one sync of the export root for the group), and their removal recorded
+// in one more.
 func (p *Purger) purgeExports(ctx context.Context, now time.Time, r *Result) error {
 	before := now.Add(-p.o.ExportRetention)
 	after := ""
@@ -58,8 +59,8 @@ func (p *Purger) purgeExportGroup(batches []store.Batch, before, now time.Time, 
 	if err != nil {
 		return err
 	}
-	done := make([]store.FileRemoval, 0, len(reqs))
-	gone := make([]int, 0, len(reqs))
+	ids := make([]string, 0, len(reqs))
+	purged := map[string]int{} // id -> index in reqs and outs
 	for i, o := range outs {
 		switch {
 		case errors.Is(o.Err, store.ErrDeliveryPending):
@@ -72,17 +73,22 @@ func (p *Purger) purgeExportGroup(batches []store.Batch, before, now time.Time, 
 		case o.Err != nil:
 			return o.Err
 		}
-		if err := p.o.Files.Purge(reqs[i].ID); err != nil {
-			p.undeleted(reqs[i].ID, err, r)
-			continue
-		}
-		done = append(done, store.FileRemoval{BatchID: reqs[i].ID, Purge: true})
-		gone = append(gone, i)
+		ids = append(ids, reqs[i].ID)
+		purged[reqs[i].ID] = i
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	gone := p.removeFiles(ids, r)
+	done := make([]store.FileRemoval, len(gone))
+	for i, id := range gone {
+		done[i] = store.FileRemoval{BatchID: id, Purge: true}
 	}
 	if err := p.o.Store.FileRemovalsDone(done); err != nil {
 		return err
 	}
-	for _, i := range gone {
+	for _, id := range gone {
+		i := purged[id]
 		p.logExportPurged(reqs[i], outs[i].Batch, r)
 	}
 	return nil
