@@ -44,7 +44,7 @@ func build(o Options, log io.Writer) error {
 	step := func(what string, start time.Time) {
 		fmt.Fprintf(log, "scale: %s in %s\n", what, time.Since(start).Round(time.Millisecond))
 	}
-	return s.BulkLoad(func(l *store.Loader) error {
+	err = s.BulkLoad(func(l *store.Loader) error {
 		t := time.Now()
 		if err := l.Positions(ids); err != nil {
 			return err
@@ -68,6 +68,16 @@ func build(o Options, log io.Writer) error {
 		step(fmt.Sprintf("%d payment events written", n), t)
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	t := time.Now()
+	n, err := writeDueExports(o, ids, filepath.Join(abs, "exports"))
+	if err != nil {
+		return err
+	}
+	step(fmt.Sprintf("%d exports due at the first purge pass written, %d items each", n, o.ExportItems), t)
+	return nil
 }
 
 // makeIDs returns the batches' ids in arrival order, random like the

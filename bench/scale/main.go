@@ -36,7 +36,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 // same options. It returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || (args[0] != "build" && args[0] != "check") {
-		fmt.Fprintln(stderr, "usage: scale build|check -dir DIR -batches N [-days 365] [-full-days 90] [-export-days 30] [-due 24h] [-sinks 2] [-payments-per-minute 3] [-seed S] [-now RFC3339]")
+		fmt.Fprintln(stderr, "usage: scale build|check -dir DIR -batches N [-days 365] [-full-days 90] [-export-days 30] [-due 24h] [-sinks 2] [-export-items 1000] [-payments-per-minute 3] [-seed S] [-now RFC3339]")
 		return 2
 	}
 	cmd := args[0]
@@ -51,6 +51,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.ExportDays, "export-days", 30, "days a batch keeps its export: EXPORT_RETENTION (0: for ever)")
 	fs.DurationVar(&o.Due, "due", 24*time.Hour, "how much is past each retention and due at the first purge pass (a daemon stopped this long)")
 	fs.IntVar(&o.Sinks, "sinks", 2, "delivery sinks besides file, taken in order from "+strings.Join(deliverySinks, ", "))
+	fs.IntVar(&o.ExportItems, "export-items", cpfsPerBatch, "result items in each export due at the first purge pass, written to DIR/data/exports (0: none)")
 	fs.Float64Var(&o.PaymentsPerMinute, "payments-per-minute", 3, "payment events a minute")
 	fs.Uint64Var(&o.Seed, "seed", 1, "seed of the ids and bodies")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the build to this file")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/batchhook/batchhook/export"
 	"io"
 	"net/http"
 	"os"
@@ -25,7 +26,7 @@ import (
 // of exports, a day of each due at the first purge pass.
 func smallShape(dir string) Options {
 	return Options{Dir: dir, Batches: 2000, Days: 30, FullDays: 10, ExportDays: 5, Due: 24 * time.Hour,
-		Sinks: 2, PaymentsPerMinute: 0.1, Seed: 7, Now: time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)}
+		Sinks: 2, ExportItems: 3, PaymentsPerMinute: 0.1, Seed: 7, Now: time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)}
 }
 
 // small is the one build of smallShape the tests share: each test works
@@ -59,16 +60,9 @@ func buildSmall(t *testing.T) Options {
 	if small.err != nil {
 		t.Fatal(small.err)
 	}
-	db, err := os.ReadFile(filepath.Join(dataDir(small.o.Dir), store.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
 	o := small.o
 	o.Dir = t.TempDir()
-	if err := os.MkdirAll(dataDir(o.Dir), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dataDir(o.Dir), store.FileName), db, 0o600); err != nil {
+	if err := os.CopyFS(dataDir(o.Dir), os.DirFS(dataDir(small.o.Dir))); err != nil {
 		t.Fatal(err)
 	}
 	return o
@@ -165,7 +159,14 @@ func TestFirstPurgePassTakesADay(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	p, err := purge.New(purge.Options{Store: s, Files: noExports{}, Logger: zerolog.Nop(), Interval: time.Hour,
+	dir, err := export.New(filepath.Join(dataDir(o.Dir), "exports"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := exportNames(t, o); len(got) != want.DueExports {
+		t.Fatalf("%d exports on disk, want the %d due at the first pass", len(got), want.DueExports)
+	}
+	p, err := purge.New(purge.Options{Store: s, Files: exportFiles{dir}, Logger: zerolog.Nop(), Interval: time.Hour,
 		ExportRetention: time.Duration(o.ExportDays) * 24 * time.Hour, RecordRetention: time.Duration(o.FullDays) * 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -179,6 +180,9 @@ func TestFirstPurgePassTakesADay(t *testing.T) {
 	}
 	if bodies := r.Purged[purge.KindPaymentBody]; bodies == 0 || bodies > want.Payments/o.Days*2 {
 		t.Fatalf("first pass dropped %d payment bodies, want about a day's worth", bodies)
+	}
+	if got := exportNames(t, o); len(got) != 0 {
+		t.Fatalf("exports left on disk after the first pass: %v", got)
 	}
 	again, err := p.Pass(context.Background(), o.Now)
 	if err != nil || len(again.Purged) != 0 {
@@ -231,13 +235,28 @@ func TestDaemonStartsOnTheBuild(t *testing.T) {
 	}
 }
 
-// noExports is the export root of a built database: no export was
-// written, so the purger finds no manifest (it dates an export by the
-// record's finish) and has nothing to delete.
-type noExports struct{}
+// exportFiles is the built export root as the purger sees it.
+type exportFiles struct{ d *export.Dir }
 
-func (noExports) Manifest(string) (string, int64, time.Time, bool, error) {
-	return "", 0, time.Time{}, false, nil
+func (f exportFiles) Manifest(id string) (string, int64, time.Time, bool, error) {
+	m, ok, err := f.d.Manifest(id)
+	return m.SHA256, m.Items, m.ExportedAt, ok, err
 }
 
-func (noExports) Purge(ids []string) []error { return make([]error, len(ids)) }
+func (f exportFiles) Purge(ids []string) []error { return f.d.PurgeAll(ids) }
+
+// exportNames lists the exports on disk under the data directory.
+func exportNames(t *testing.T, o Options) []string {
+	t.Helper()
+	es, err := os.ReadDir(filepath.Join(dataDir(o.Dir), "exports"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range es {
+		if !strings.HasPrefix(e.Name(), ".") {
+			names = append(names, e.Name())
+		}
+	}
+	return names
+}

@@ -32,6 +32,9 @@ type Options struct {
 	// Sinks is how many delivery sinks (other than file) every export went
 	// to, the first of deliverySinks.
 	Sinks int
+	// ExportItems is how many result items the export of each batch due
+	// at the first purge pass holds on disk (0: no export is written).
+	ExportItems int
 	// PaymentsPerMinute is the payments log's rate over the same Days.
 	PaymentsPerMinute float64
 	// Seed makes the ids and bodies; the same options build the same
@@ -82,6 +85,8 @@ func (o *Options) check() error {
 		return errors.New("-export-days must not be more than -full-days (an export outlives its full record only when RECORD_RETENTION is shorter, which this shape does not build)")
 	case o.Sinks < 0 || o.Sinks > len(deliverySinks):
 		return fmt.Errorf("-sinks must be from 0 to %d", len(deliverySinks))
+	case o.ExportItems < 0 || o.ExportItems > cpfsPerBatch:
+		return fmt.Errorf("-export-items must be from 0 to %d", cpfsPerBatch)
 	case o.PaymentsPerMinute < 0:
 		return errors.New("-payments-per-minute must not be negative")
 	}
@@ -203,7 +208,6 @@ func (o *Options) expect() Expected {
 	for _, s := range o.sinks() {
 		e.Deliveries[s] = map[store.DeliveryState]int{}
 	}
-	exportDue := o.Now.Add(-time.Duration(o.ExportDays) * 24 * time.Hour)
 	recordDue := o.Now.Add(-time.Duration(o.FullDays) * 24 * time.Hour)
 	for i := range o.Batches {
 		p := o.plan(i)
@@ -220,7 +224,7 @@ func (o *Options) expect() Expected {
 		for k, s := range o.sinks() {
 			e.Deliveries[s][o.deliveryPlan(i, k)]++
 		}
-		if p.state == store.StateExported && o.ExportDays > 0 && !p.finished.After(exportDue) {
+		if o.dueExport(p) {
 			e.DueExports++
 		}
 		if p.recordPurged.IsZero() && o.FullDays > 0 && !p.finished.After(recordDue) {
