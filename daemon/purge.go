@@ -1,8 +1,6 @@
 package daemon
 
 import (
-	"time"
-
 	"github.com/batchhook/batchhook/export"
 	"github.com/batchhook/batchhook/lifecycle/purge"
 )
@@ -26,9 +24,16 @@ func (d *Daemon) purger() (*purge.Purger, error) {
 // no knowledge of the manifest's layout.
 type exportFiles struct{ dir *export.Dir }
 
-func (f exportFiles) Manifest(batchID string) (string, int64, time.Time, bool, error) {
-	m, ok, err := f.dir.Manifest(batchID)
-	return m.SHA256, m.Items, m.ExportedAt, ok, err
+func (f exportFiles) Manifests(ids []string) ([]purge.Manifest, error) {
+	ms, oks, err := f.dir.Manifests(ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]purge.Manifest, len(ms))
+	for i, m := range ms {
+		out[i] = purge.Manifest{SHA256: m.SHA256, Items: m.Items, ExportedAt: m.ExportedAt, OK: oks[i]}
+	}
+	return out, nil
 }
 
 func (f exportFiles) Purge(ids []string) []error { return f.dir.PurgeAll(ids) }

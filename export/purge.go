@@ -1,32 +1,80 @@
 package export
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 )
 
 // Manifest reads the manifest of the published export of batchID without
 // checking it against the results (the purger only keeps its sha256 and
-// item count in the batch's tombstone). ok is false when no manifest
+// item count in the batch's tombstone, and an export under its final name
+// was complete when it was renamed there). ok is false when no manifest
 // naming batchID is there.
 func (d *Dir) Manifest(batchID string) (m Manifest, ok bool, err error) {
-	if err := checkID(batchID); err != nil {
-		return m, false, err
-	}
-	h, err := d.open()
+	ms, oks, err := d.Manifests([]string{batchID})
 	if err != nil {
 		return m, false, err
 	}
+	return ms[0], oks[0], nil
+}
+
+// Manifests is Manifest for every batch of ids, with one opening of the
+// export root for them all: the purger reads a group's manifests at once.
+// An id that is not a batch id is an error, like a manifest that cannot
+// be read.
+func (d *Dir) Manifests(ids []string) (ms []Manifest, oks []bool, err error) {
+	for _, id := range ids {
+		if err := checkID(id); err != nil {
+			return nil, nil, err
+		}
+	}
+	h, err := d.open()
+	if err != nil {
+		return nil, nil, err
+	}
 	defer h.close()
-	m, _, _, err = readAt(h.root, batchID, batchID)
+	ms, oks = make([]Manifest, len(ids)), make([]bool, len(ids))
+	for i, id := range ids {
+		if ms[i], oks[i], err = manifestAt(h.root, id); err != nil {
+			return nil, nil, fmt.Errorf("manifest of %s: %w", id, err)
+		}
+	}
+	return ms, oks, nil
+}
+
+// manifestAt reads parent/id/manifest.json, following no link; ok is
+// false when there is none or it names another batch.
+func manifestAt(parent *os.File, id string) (m Manifest, ok bool, err error) {
+	dir, _, err := openDirAt(parent, id, false)
+	if errors.Is(err, os.ErrNotExist) {
+		return m, false, nil
+	}
+	if err != nil {
+		if st, found, serr := lstatAt(parent, id); serr == nil && found && !isLink(st) {
+			return m, false, nil // a file or another entry: not an export
+		}
+		return m, false, err
+	}
+	defer dir.Close()
+	mf, err := openReadAt(dir, ManifestFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return m, false, nil
 	}
 	if err != nil {
 		return m, false, err
 	}
-	return m, m.BatchID == batchID, nil
+	data, err := io.ReadAll(io.LimitReader(mf, maxManifestBytes))
+	mf.Close()
+	if err != nil {
+		return m, false, fmt.Errorf("read manifest: %w", err)
+	}
+	if err := json.Unmarshal(data, &m); err != nil || m.BatchID != id {
+		return Manifest{}, false, nil
+	}
+	return m, true, nil
 }
 
 // Purge deletes everything the export root holds for batchID: the

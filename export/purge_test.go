@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 )
@@ -60,5 +61,35 @@ func TestPurgeAllFailsTheWholeGroupWhenTheRootCannotBeSynced(t *testing.T) {
 	d.rootSync = nil
 	if errs := d.PurgeAll([]string{"b-1", "b-2"}); errs[0] != nil || errs[1] != nil {
 		t.Fatalf("retried PurgeAll = %v", errs)
+	}
+}
+
+// Manifests reads only the manifests: a results file that cannot be read
+// (here a directory in its place) does not stop the purger from dating
+// and recording the export, and a missing export is not an error.
+func TestManifestsReadNoResults(t *testing.T) {
+	d := newTestDir(t)
+	publish(t, d, "b-1", false, itemA1, itemB)
+	publish(t, d, "b-2", false, itemB)
+	want, ok, err := d.Manifest("b-2")
+	if err != nil || !ok || want.Items != 1 || want.SHA256 == "" {
+		t.Fatalf("Manifest(b-2) = %+v, %v, %v", want, ok, err)
+	}
+	results := filepath.Join(d.Path("b-2"), ResultsFile)
+	if err := os.Remove(results); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(results, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ms, oks, err := d.Manifests([]string{"b-1", "b-2", "never-exported"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !oks[0] || ms[0].Items != 2 || !oks[1] || ms[1].SHA256 != want.SHA256 || ms[1].Items != want.Items || oks[2] {
+		t.Fatalf("Manifests = %+v, %v", ms, oks)
+	}
+	if _, _, err := d.Manifests([]string{"b-1", "../b-2"}); err == nil {
+		t.Fatal("Manifests read a manifest outside the root")
 	}
 }

@@ -238,9 +238,16 @@ func TestDaemonStartsOnTheBuild(t *testing.T) {
 // exportFiles is the built export root as the purger sees it.
 type exportFiles struct{ d *export.Dir }
 
-func (f exportFiles) Manifest(id string) (string, int64, time.Time, bool, error) {
-	m, ok, err := f.d.Manifest(id)
-	return m.SHA256, m.Items, m.ExportedAt, ok, err
+func (f exportFiles) Manifests(ids []string) ([]purge.Manifest, error) {
+	ms, oks, err := f.d.Manifests(ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]purge.Manifest, len(ms))
+	for i, m := range ms {
+		out[i] = purge.Manifest{SHA256: m.SHA256, Items: m.Items, ExportedAt: m.ExportedAt, OK: oks[i]}
+	}
+	return out, nil
 }
 
 func (f exportFiles) Purge(ids []string) []error { return f.d.PurgeAll(ids) }

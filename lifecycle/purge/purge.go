@@ -51,14 +51,22 @@ var _ Store = (*store.Store)(nil)
 
 // Files is the export root. Errors are the file system's, wrapped.
 type Files interface {
-	// Manifest reads the published manifest of batchID; ok is false when
-	// there is none.
-	Manifest(batchID string) (sha256 string, items int64, exportedAt time.Time, ok bool, err error)
+	// Manifests reads the published manifest of each batch of ids.
+	Manifests(ids []string) ([]Manifest, error)
 	// Purge deletes everything kept for each batch of ids (published,
 	// staged, set aside), with one sync of the export root for them all;
 	// a missing export is not an error. errs[i] is ids[i]'s, nil once its
 	// deletion is durable.
 	Purge(ids []string) (errs []error)
+}
+
+// Manifest is what the purger keeps of a published export's manifest in
+// the batch's tombstone. OK is false when the batch has none.
+type Manifest struct {
+	SHA256     string
+	Items      int64
+	ExportedAt time.Time
+	OK         bool
 }
 
 // Observer counts what a pass deleted, by kind (export, record,

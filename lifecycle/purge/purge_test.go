@@ -33,9 +33,16 @@ const item = `{"cpf":"52998224725","name":"Maria"}`
 
 type files struct{ d *export.Dir }
 
-func (f files) Manifest(id string) (string, int64, time.Time, bool, error) {
-	m, ok, err := f.d.Manifest(id)
-	return m.SHA256, m.Items, m.ExportedAt, ok, err
+func (f files) Manifests(ids []string) ([]purge.Manifest, error) {
+	ms, oks, err := f.d.Manifests(ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]purge.Manifest, len(ms))
+	for i, m := range ms {
+		out[i] = purge.Manifest{SHA256: m.SHA256, Items: m.Items, ExportedAt: m.ExportedAt, OK: oks[i]}
+	}
+	return out, nil
 }
 func (f files) Purge(ids []string) []error { return f.d.PurgeAll(ids) }
 

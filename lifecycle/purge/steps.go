@@ -42,12 +42,17 @@ func (p *Purger) purgeExports(ctx context.Context, now time.Time, r *Result) err
 // and file removals in one commit, then their files, then their removals
 // recorded done in one commit.
 func (p *Purger) purgeExportGroup(batches []store.Batch, before, now time.Time, r *Result) error {
+	ids := make([]string, len(batches))
+	for i := range batches {
+		ids[i] = batches[i].ID
+	}
+	ms, err := p.o.Files.Manifests(ids)
+	if err != nil {
+		return err
+	}
 	reqs := make([]store.ExportPurgeRequest, 0, len(batches))
 	for i := range batches {
-		ep, due, err := p.exportPurge(&batches[i], before)
-		if err != nil {
-			return err
-		}
+		ep, due := exportPurge(&batches[i], ms[i], before)
 		if due {
 			reqs = append(reqs, store.ExportPurgeRequest{ID: batches[i].ID, Purge: ep})
 		}
@@ -59,7 +64,7 @@ func (p *Purger) purgeExportGroup(batches []store.Batch, before, now time.Time, 
 	if err != nil {
 		return err
 	}
-	ids := make([]string, 0, len(reqs))
+	purgedIDs := make([]string, 0, len(reqs))
 	purged := map[string]int{} // id -> index in reqs and outs
 	for i, o := range outs {
 		switch {
@@ -73,13 +78,13 @@ func (p *Purger) purgeExportGroup(batches []store.Batch, before, now time.Time, 
 		case o.Err != nil:
 			return o.Err
 		}
-		ids = append(ids, reqs[i].ID)
+		purgedIDs = append(purgedIDs, reqs[i].ID)
 		purged[reqs[i].ID] = i
 	}
-	if len(ids) == 0 {
+	if len(purgedIDs) == 0 {
 		return nil
 	}
-	gone := p.removeFiles(ids, r)
+	gone := p.removeFiles(purgedIDs, r)
 	done := make([]store.FileRemoval, len(gone))
 	for i, id := range gone {
 		done[i] = store.FileRemoval{BatchID: id, Purge: true}
@@ -94,25 +99,21 @@ func (p *Purger) purgeExportGroup(batches []store.Batch, before, now time.Time, 
 	return nil
 }
 
-// exportPurge reads what the tombstone keeps of b's export and says whether
-// the export is due.
-func (p *Purger) exportPurge(b *store.Batch, before time.Time) (store.ExportPurge, bool, error) {
+// exportPurge is what the tombstone keeps of b's export, by its manifest
+// m, and whether the export is due.
+func exportPurge(b *store.Batch, m Manifest, before time.Time) (store.ExportPurge, bool) {
 	ep := store.ExportPurge{ExportedAt: b.FinishedAt, ManifestItems: b.Checkpoint.Items}
-	sum, items, exportedAt, ok, err := p.o.Files.Manifest(b.ID)
-	if err != nil {
-		return ep, false, err
-	}
-	if ok {
-		ep.ManifestSHA256, ep.ManifestItems = sum, items
-		if !exportedAt.IsZero() && (ep.ExportedAt.IsZero() || exportedAt.Before(ep.ExportedAt)) {
-			ep.ExportedAt = exportedAt
+	if m.OK {
+		ep.ManifestSHA256, ep.ManifestItems = m.SHA256, m.Items
+		if !m.ExportedAt.IsZero() && (ep.ExportedAt.IsZero() || m.ExportedAt.Before(ep.ExportedAt)) {
+			ep.ExportedAt = m.ExportedAt
 		}
 	}
 	if ep.ExportedAt.IsZero() {
 		ep.ExportedAt = b.UpdatedAt
 	}
 	// Finished later than it was created: not due yet.
-	return ep, !ep.ExportedAt.After(before), nil
+	return ep, !ep.ExportedAt.After(before)
 }
 
 func (p *Purger) logExportPurged(req store.ExportPurgeRequest, purged *store.Batch, r *Result) {
