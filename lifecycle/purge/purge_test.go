@@ -342,7 +342,7 @@ func TestRunPassesAtStart(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not stop")
 	}
-	if logs := e.logs.String(); !regexp.MustCompile(`"event":"purge_pass_finished","took_ms":\d+,"purged":\{"export":1\},"blocked":0`).MatchString(logs) {
+	if logs := e.logs.String(); !regexp.MustCompile(`"event":"purge_pass_finished","took_ms":\d+,"files_ms":\d+,"purged":\{"export":1\},"blocked":0`).MatchString(logs) {
 		t.Fatalf("no purge_pass_finished line for the pass: %s", logs)
 	}
 }
