@@ -24,29 +24,8 @@ cd "$(dirname "$0")/.."
 secs=${1:-4}
 threads=${2:-2}
 reps=3
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. bench/lib.sh
 
-# freeport prints a loopback TCP port nobody listens on (checked in
-# /proc/net/tcp{,6}; the bind itself is the final check).
-freeport() {
-  local p hex
-  while :; do
-    p=$((20000 + RANDOM % 40000))
-    hex=$(printf ':%04X ' "$p")
-    if ! grep -qi -- "$hex" /proc/net/tcp /proc/net/tcp6 2>/dev/null; then
-      echo "$p"
-      return
-    fi
-  done
-}
 # waitport port pid log: waits (10 s at most) until 127.0.0.1:port accepts
 # while our process pid still runs (a port taken meanwhile by someone else
 # makes ours exit: then its log is shown, and nothing else is loaded).
@@ -76,11 +55,11 @@ printf 'bench-secret' > "$work/secret"
 bh="$work/batchhook"
 hz=$(getconf CLK_TCK)
 path=/webhooks/batch-completed
-bare_port=$(freeport)
-daemon_port=$(freeport)
-admin_port=$(freeport)
-while [ "$daemon_port" = "$bare_port" ]; do daemon_port=$(freeport); done
-while [ "$admin_port" = "$bare_port" ] || [ "$admin_port" = "$daemon_port" ]; do admin_port=$(freeport); done
+bare_port=$(port)
+daemon_port=$(port)
+admin_port=$(port)
+while [ "$daemon_port" = "$bare_port" ]; do daemon_port=$(port); done
+while [ "$admin_port" = "$bare_port" ] || [ "$admin_port" = "$daemon_port" ]; do admin_port=$(port); done
 
 "$bh" bench --bare "127.0.0.1:$bare_port" --secret-file "$work/secret" > "$work/bare.log" 2>&1 &
 bare=$!

@@ -13,24 +13,8 @@ cd "$(dirname "$0")/.."
 n=${1:-100000}
 c=${2:-64}
 case $n$c in *[!0-9]*) echo "size: N and concurrency must be numbers" >&2; exit 2 ;; esac
-for tool in wrk perl curl; do
-  command -v "$tool" > /dev/null || { echo "size: $tool not found (apt-get install wrk perl curl)" >&2; exit 2; }
-done
-work=$(mktemp -d)
-pid=
-cleanup() {
-  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-port() { # a loopback port nobody listens on
-  local p
-  while :; do
-    p=$((20000 + RANDOM % 40000))
-    if ! grep -qi -- "$(printf ':%04X ' "$p")" /proc/net/tcp /proc/net/tcp6 2>/dev/null; then echo "$p"; return; fi
-  done
-}
+. bench/lib.sh
+need size wrk perl curl
 go build -o "$work/batchhook" ./cmd/batchhook
 printf 'bench-secret' > "$work/secret"
 listen=$(port) admin=$(port)
@@ -39,6 +23,7 @@ BATCHHOOK_LISTEN_ADDR=127.0.0.1:$listen BATCHHOOK_ADMIN_ADDR=127.0.0.1:$admin \
 BATCHHOOK_SIGNING_SECRET_FILE="$work/secret" BATCHHOOK_API_KEY=unused BATCHHOOK_API_BASE_URL=http://127.0.0.1:1 \
 BATCHHOOK_DATA_DIR="$work/data" BATCHHOOK_FETCH_WORKERS=0 BATCHHOOK_LOG_LEVEL=warn "$work/batchhook" serve > "$work/serve.log" 2>&1 &
 pid=$!
+pids+=("$pid")
 for _ in $(seq 100); do
   if curl -sf "http://127.0.0.1:$admin/healthz" > /dev/null; then break; fi
   kill -0 "$pid" 2>/dev/null || { cat "$work/serve.log" >&2; exit 1; }

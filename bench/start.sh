@@ -14,22 +14,8 @@ data=${1:?usage: bench/start.sh DATA_DIR [RUNS]}
 runs=${2:-3}
 case $runs in *[!0-9]*) echo "start: RUNS must be a number" >&2; exit 2 ;; esac
 [ -f "$data/batchhook.db" ] || { echo "start: no batchhook.db in $data" >&2; exit 2; }
-command -v curl > /dev/null || { echo "start: curl not found" >&2; exit 2; }
-work=$(mktemp -d)
-pid=
-cleanup() {
-  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-port() { # a loopback port nobody listens on
-  local p
-  while :; do
-    p=$((20000 + RANDOM % 40000))
-    if ! grep -qi -- "$(printf ':%04X ' "$p")" /proc/net/tcp /proc/net/tcp6 2>/dev/null; then echo "$p"; return; fi
-  done
-}
+. bench/lib.sh
+need start curl
 go build -o "$work/batchhook" ./cmd/batchhook
 (umask 077 && printf 'bench-secret' > "$work/secret")
 for run in $(seq "$runs"); do
@@ -41,13 +27,14 @@ for run in $(seq "$runs"); do
   BATCHHOOK_DATA_DIR="$data" BATCHHOOK_EXPORT_DIR="$work/exports" BATCHHOOK_FETCH_WORKERS=0 BATCHHOOK_LOG_LEVEL=info \
     "$work/batchhook" serve > "$work/serve.log" 2>&1 &
   pid=$!
+  pids=("$pid")
   until curl -sf -o /dev/null "http://127.0.0.1:$admin/readyz"; do
     kill -0 "$pid" 2>/dev/null || { cat "$work/serve.log" >&2; exit 1; }
     sleep 0.005
   done
   t1=$(date +%s.%N)
   kill "$pid"; wait "$pid" || true
-  pid=
+  pids=()
   events=$(grep -o '"event":"[a-z_]*"' "$work/serve.log" | cut -d'"' -f4 | tr '\n' ' ')
   echo "run $run: ready after $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b - a}') s (events: $events)"
 done

@@ -22,27 +22,12 @@ batches=${2:-5300000}
 traffic_secs=${MEASURE_TRAFFIC_SECS:-300}
 traffic_rate=${MEASURE_TRAFFIC_RATE:-2}
 ack_secs=${MEASURE_ACK_SECS:-20}
-for c in wrk perl curl jq python3; do
-  command -v "$c" > /dev/null || { echo "measure: $c not found" >&2; exit 2; }
-done
-work=$(mktemp -d "${TMPDIR:-/tmp}/measure.XXXXXX")
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+. bench/lib.sh
+need measure wrk perl curl jq python3
+bench_on_exit() {
   if [ -n "${MEASURE_LOGS:-}" ]; then mkdir -p "$MEASURE_LOGS" && cp "$work"/*.log "$work"/*.fig "$work"/*.lists "$work"/*.out "$MEASURE_LOGS"/ 2>/dev/null || true; fi
-  rm -rf "$work"
 }
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 say() { echo "measure: $*" >&2; }
-port() { # a loopback port nobody listens on
-  local p
-  while :; do
-    p=$((20000 + RANDOM % 40000))
-    if ! grep -qi -- "$(printf ':%04X ' "$p")" /proc/net/tcp /proc/net/tcp6 2>/dev/null; then echo "$p"; return; fi
-  done
-}
 now() { date +%s.%N; }
 # pct P FILE: the P-th percentile (nearest rank) of the numbers in FILE, in ms.
 pct() { sort -g "$2" | awk -v p="$1" '{v[NR] = $1} END {if (!NR) {print "-"; exit}; i = int(NR * p / 100 + 0.999999); if (i < 1) i = 1; printf "%.1f", v[i] * 1000}'; }
