@@ -35,7 +35,6 @@ type Store interface {
 	ExportPurgeCandidates(before time.Time, after string, limit int) ([]store.Batch, string, error)
 	PurgeExports(reqs []store.ExportPurgeRequest, now time.Time) ([]store.ExportPurgeOutcome, error)
 	FileRemovals() ([]store.FileRemoval, error)
-	FileRemovalDone(r store.FileRemoval) error
 	FileRemovalsDone(rs []store.FileRemoval) error
 	PurgeRecords(before time.Time, after string, limit int, now time.Time) (int, string, error)
 	PurgeQuarantine(before time.Time, after string, limit int) (int, string, error)
