@@ -8,23 +8,13 @@ import (
 	"os"
 )
 
-// Manifest reads the manifest of the published export of batchID without
-// checking it against the results (the purger only keeps its sha256 and
-// item count in the batch's tombstone, and an export under its final name
-// was complete when it was renamed there). ok is false when no manifest
-// naming batchID is there.
-func (d *Dir) Manifest(batchID string) (m Manifest, ok bool, err error) {
-	ms, oks, err := d.Manifests([]string{batchID})
-	if err != nil {
-		return m, false, err
-	}
-	return ms[0], oks[0], nil
-}
-
-// Manifests is Manifest for every batch of ids, with one opening of the
-// export root for them all: the purger reads a group's manifests at once.
-// An id that is not a batch id is an error, like a manifest that cannot
-// be read.
+// Manifests reads the manifest of the published export of each batch of
+// ids, with one opening of the export root for them all, without checking
+// it against the results: the purger only keeps its sha256 and item count
+// in the batch's tombstone, and an export under its final name was
+// complete when it was renamed there. oks[i] is false when no manifest
+// naming ids[i] is there. An id that is not a batch id is an error, like
+// a manifest that cannot be read.
 func (d *Dir) Manifests(ids []string) (ms []Manifest, oks []bool, err error) {
 	for _, id := range ids {
 		if err := checkID(id); err != nil {

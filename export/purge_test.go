@@ -71,10 +71,11 @@ func TestManifestsReadNoResults(t *testing.T) {
 	d := newTestDir(t)
 	publish(t, d, "b-1", false, itemA1, itemB)
 	publish(t, d, "b-2", false, itemB)
-	want, ok, err := d.Manifest("b-2")
-	if err != nil || !ok || want.Items != 1 || want.SHA256 == "" {
-		t.Fatalf("Manifest(b-2) = %+v, %v, %v", want, ok, err)
+	before, ok, err := d.Manifests([]string{"b-2"})
+	if err != nil || !ok[0] || before[0].Items != 1 || before[0].SHA256 == "" {
+		t.Fatalf("Manifests(b-2) = %+v, %v, %v", before, ok, err)
 	}
+	want := before[0]
 	results := filepath.Join(d.Path("b-2"), ResultsFile)
 	if err := os.Remove(results); err != nil {
 		t.Fatal(err)

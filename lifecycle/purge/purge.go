@@ -251,24 +251,19 @@ func (p *Purger) finishRemovals(ctx context.Context, r *Result) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n := min(len(ids), p.o.TxLimit)
-		gone := p.removeFiles(ids[:n], r)
-		done := make([]store.FileRemoval, len(gone))
-		for i, id := range gone {
-			done[i] = store.FileRemoval{BatchID: id, Purge: true}
-		}
-		if err := p.o.Store.FileRemovalsDone(done); err != nil {
+		group := ids[:min(len(ids), p.o.TxLimit)]
+		if err := p.removalsDone(group, p.removeFiles(group, r)); err != nil {
 			return err
 		}
-		ids = ids[n:]
+		ids = ids[len(group):]
 	}
 	return nil
 }
 
-// removeFiles deletes the files of the purged batches ids and returns those
-// whose deletion is durable. A deletion that fails is logged and listed in
-// r: it stays recorded, for the next pass.
-func (p *Purger) removeFiles(ids []string, r *Result) (gone []string) {
+// removeFiles deletes the files of the purged batches ids and returns the
+// indexes in ids of those whose deletion is durable. A deletion that fails
+// is logged and listed in r: it stays recorded, for the next pass.
+func (p *Purger) removeFiles(ids []string, r *Result) (gone []int) {
 	began := time.Now()
 	errs := p.o.Files.Purge(ids)
 	r.FilesTook += time.Since(began)
@@ -277,9 +272,19 @@ func (p *Purger) removeFiles(ids []string, r *Result) (gone []string) {
 			p.undeleted(ids[i], err, r)
 			continue
 		}
-		gone = append(gone, ids[i])
+		gone = append(gone, i)
 	}
 	return gone
+}
+
+// removalsDone records, in one commit, that the files of the purged
+// batches ids[i] for each i in gone are deleted.
+func (p *Purger) removalsDone(ids []string, gone []int) error {
+	done := make([]store.FileRemoval, len(gone))
+	for j, i := range gone {
+		done[j] = store.FileRemoval{BatchID: ids[i], Purge: true}
+	}
+	return p.o.Store.FileRemovalsDone(done)
 }
 
 // undeleted logs and lists in r a purged batch whose files could not be

@@ -168,7 +168,8 @@ func TestPassPurgesDueExportsAndWhatIsStagedForThem(t *testing.T) {
 	e.export(t, "x1", t0)
 	e.export(t, "x2", t0)
 	e.exportLate(t, "slow", t0, t0.Add(20*day)) // an early record exported late: not due
-	m, _, _ := e.dir.Manifest("old")
+	ms, _, _ := e.dir.Manifests([]string{"old"})
+	m := ms[0]
 	// Leftovers a crash could leave: a staged copy and an old copy aside.
 	if _, err := e.dir.Append("old", 0, []json.RawMessage{json.RawMessage(item)}); err != nil {
 		t.Fatal(err)

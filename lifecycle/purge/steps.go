@@ -64,8 +64,8 @@ func (p *Purger) purgeExportGroup(batches []store.Batch, before, now time.Time, 
 	if err != nil {
 		return err
 	}
-	purgedIDs := make([]string, 0, len(reqs))
-	purged := map[string]int{} // id -> index in reqs and outs
+	purged := make([]string, 0, len(reqs)) // the purged batches' ids,
+	at := make([]int, 0, len(reqs))        // and their indexes in reqs and outs
 	for i, o := range outs {
 		switch {
 		case errors.Is(o.Err, store.ErrDeliveryPending):
@@ -78,23 +78,17 @@ func (p *Purger) purgeExportGroup(batches []store.Batch, before, now time.Time, 
 		case o.Err != nil:
 			return o.Err
 		}
-		purgedIDs = append(purgedIDs, reqs[i].ID)
-		purged[reqs[i].ID] = i
+		purged, at = append(purged, reqs[i].ID), append(at, i)
 	}
-	if len(purgedIDs) == 0 {
+	if len(purged) == 0 {
 		return nil
 	}
-	gone := p.removeFiles(purgedIDs, r)
-	done := make([]store.FileRemoval, len(gone))
-	for i, id := range gone {
-		done[i] = store.FileRemoval{BatchID: id, Purge: true}
-	}
-	if err := p.o.Store.FileRemovalsDone(done); err != nil {
+	gone := p.removeFiles(purged, r)
+	if err := p.removalsDone(purged, gone); err != nil {
 		return err
 	}
-	for _, id := range gone {
-		i := purged[id]
-		p.logExportPurged(reqs[i], outs[i].Batch, r)
+	for _, j := range gone {
+		p.logExportPurged(reqs[at[j]], outs[at[j]].Batch, r)
 	}
 	return nil
 }
