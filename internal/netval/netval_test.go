@@ -11,8 +11,8 @@ func TestTextMasksCPFsAndBoundsBytes(t *testing.T) {
 		in, want string
 		max      int
 	}{
-		{"/admin/batches/52998224725", "/admin/batches/***", Path},
-		{"cpf 529.982.247-25", "cpf ***", Header},
+		{"/admin/batches/52998224725", "/admin/batches/***********", Path},
+		{"cpf 529.982.247-25", "cpf ***.***.***-**", Header},
 		{"batch.completed", "batch.completed", Header},
 		{"", "", Header},
 		{"abcdef", "abc…(6 bytes)", 3},
@@ -20,7 +20,7 @@ func TestTextMasksCPFsAndBoundsBytes(t *testing.T) {
 		{"aé", "a…(3 bytes)", 2},
 		{"a\xffb", "a\uFFFDb", 10},
 		// A CPF the cut splits after nine digits is still masked.
-		{"x 529982247251234", "x ***…(17 bytes)", 11},
+		{"x 529982247251234", "x *********…(17 bytes)", 11},
 	}
 	for _, c := range cases {
 		if got := Text(c.in, c.max); got != c.want {
