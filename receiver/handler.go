@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
 
+	"github.com/batchhook/batchhook/cpf"
 	"github.com/batchhook/batchhook/internal/signature"
 	"github.com/batchhook/batchhook/store"
 )
@@ -118,8 +119,10 @@ func (s *Server) prologue(c echo.Context, ep endpoint) (in inbound, ok bool, out
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
+			// The declared length is the sender's number: masked like any
+			// value from a request (a Content-Length can be a CPF too).
 			stranger(eventTooLarge).Int64("max_body_bytes", s.opts.MaxBodyBytes).
-				Int64("content_length", req.ContentLength).Msg("webhook body over the size limit")
+				Str("content_length", cpf.Scrub(strconv.FormatInt(req.ContentLength, 10))).Msg("webhook body over the size limit")
 			return in, false, outcomeTooLarge, fail(c, http.StatusRequestEntityTooLarge, "body_too_large")
 		}
 		if errors.Is(err, errBusy) {
@@ -209,12 +212,17 @@ func (s *Server) serve(c echo.Context, start time.Time) (string, error) {
 
 // quarantine keeps a signed body that failed validation, tagged with its
 // product ("" for batches), and answers 400. Both products share the one
-// quarantine list (DECISIONS 29); q is stored through quarantiner.
+// quarantine list (DECISIONS 29); q is stored through quarantiner. The
+// body is kept with every CPF-shaped run masked (cpf.ScrubBytes), its id
+// and length the original's, so a retry of the same body is still kept
+// once and no CPF is kept for the retention period.
 func (s *Server) quarantine(ctx context.Context, c echo.Context, log *reqLog, body []byte, cause error, product string) (string, error) {
 	sum := sha256.Sum256(body)
+	masked := cpf.ScrubBytes(body)
 	q := store.Quarantined{
-		ID: hex.EncodeToString(sum[:]), Reason: cause.Error(), Attempt: attempt(c.Request()),
-		ReceivedAt: s.opts.Now().UTC(), Raw: bytes.Clone(body), Product: product,
+		ID: hex.EncodeToString(sum[:]), Reason: cpf.Scrub(cause.Error()), Attempt: attempt(c.Request()),
+		ReceivedAt: s.opts.Now().UTC(), Raw: bytes.Clone(masked), Product: product,
+		BodyLen: len(body), Masked: len(masked) > 0 && &masked[0] != &body[0],
 	}
 	if product == "" {
 		q.BatchID = readableBatchID(body)
@@ -233,7 +241,10 @@ func (s *Server) quarantine(ctx context.Context, c echo.Context, log *reqLog, bo
 	if q.BatchID != "" {
 		ev = ev.Str("batch_id", q.BatchID)
 	}
-	ev.Str("reason", cause.Error()).Str("quarantine_id", q.ID).Msg("signed webhook failed validation; kept in quarantine")
+	ev.Str("reason", q.Reason).Str("quarantine_id", q.ID).Msg("signed webhook failed validation; kept in quarantine")
+	if s.opts.OnQuarantine != nil {
+		s.opts.OnQuarantine(productName(product), q.Reason)
+	}
 	return outcomeInvalid, fail(c, http.StatusBadRequest, cause.Error())
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/batchhook/batchhook/cpf"
 	"github.com/batchhook/batchhook/store"
 )
 
@@ -133,7 +134,7 @@ func (s *Server) servePayment(c echo.Context, start time.Time) (string, error) {
 	}
 	sum := sha256.Sum256(body)
 	bodySHA := hex.EncodeToString(sum[:])
-	event := eventHeader(c.Request().Header.Get("X-Service-Event"))
+	event := cpf.Scrub(eventHeader(c.Request().Header.Get("X-Service-Event"))) // kept and served: masked like a log value
 	log.payment, log.bodySHA, log.event = true, bodySHA, event
 	key := DedupKey(fields, p.DedupFields, bodySHA)
 

@@ -83,6 +83,11 @@ type Options struct {
 	Now func() time.Time
 	// Limits are the listener's deadlines; zero means DefaultLimits().
 	Limits Limits
+	// OnQuarantine, when set, is called once a signed body that failed
+	// validation is kept in the quarantine (batch or payments, with its
+	// masked reason): such a delivery is retried for ever and never
+	// recorded, so the daemon counts it and its status warns of it.
+	OnQuarantine func(product, reason string)
 	// Observer is told the outcome and reply time of every request; nil
 	// means none.
 	Observer Observer

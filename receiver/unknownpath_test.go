@@ -37,7 +37,7 @@ func TestUnknownPathIsCountedAndLogged(t *testing.T) {
 	if line == nil {
 		t.Fatalf("no webhook_unknown_path line in:\n%s", e.logs.String())
 	}
-	if line["method"] != "POST" || line["path"] != "/webhooks/batch-complete/***" ||
+	if line["method"] != "POST" || line["path"] != "/webhooks/batch-complete/***********" ||
 		!strings.HasPrefix(line["remote_addr"].(string), "127.0.0.1:") || line["webhook_path"] != testPath {
 		t.Fatalf("line %v: want method, masked path, sender and the served path", line)
 	}

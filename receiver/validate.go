@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
 
+	"github.com/batchhook/batchhook/cpf"
 	"github.com/batchhook/batchhook/internal/netval"
 	"github.com/batchhook/batchhook/store"
 )
@@ -83,6 +85,9 @@ func Parse(body []byte) (store.Notification, error) {
 		}
 		if counters[i] == nil {
 			n.Flags = append(n.Flags, name+" missing")
+		} else if flag, shaped := cpfShapedCounter(name, *counters[i]); shaped {
+			n.Flags = append(n.Flags, flag)
+			counters[i] = nil
 		}
 	}
 	n.TotalRequested, n.TotalFound, n.TotalNotFound = counters[0], counters[1], counters[2]
@@ -150,14 +155,30 @@ func decodeString(raw []byte) (string, bool) {
 	return s, true
 }
 
+// cpfShapedCounter says whether a counter's value has nine digits or more:
+// no count of a batch of at most MaxBatchCPFs, and CPF-shaped. Such a
+// batch is still recorded (a 400 is retried for ever), flagged, without
+// the number: the record, the admin API and the export's manifest would
+// serve it back.
+func cpfShapedCounter(name string, v int64) (flag string, shaped bool) {
+	digits := strconv.FormatInt(v, 10)
+	if masked := cpf.Scrub(digits); masked != digits {
+		return fmt.Sprintf("%s %s is not a count (CPF-shaped): not kept", name, masked), true
+	}
+	return "", false
+}
+
 func counterFlags(n store.Notification) []string {
 	var flags []string
+	// A flag quotes the counters, which the sender chose: it is masked
+	// when it is made, so the log line, the stored record and the admin
+	// API carry the same masked text.
 	if r := n.TotalRequested; r != nil && *r > MaxBatchCPFs {
-		flags = append(flags, fmt.Sprintf("total_requested %d exceeds %d", *r, MaxBatchCPFs))
+		flags = append(flags, cpf.Scrub(fmt.Sprintf("total_requested %d exceeds %d", *r, MaxBatchCPFs)))
 	}
 	// All three are non-negative, so this form cannot overflow as *f+*nf can.
 	if r, f, nf := n.TotalRequested, n.TotalFound, n.TotalNotFound; r != nil && f != nil && nf != nil && (*f > *r || *nf > *r-*f) {
-		flags = append(flags, fmt.Sprintf("total_found + total_not_found exceeds total_requested (%d + %d > %d)", *f, *nf, *r))
+		flags = append(flags, cpf.Scrub(fmt.Sprintf("total_found + total_not_found exceeds total_requested (%d + %d > %d)", *f, *nf, *r)))
 	}
 	return flags
 }

@@ -55,6 +55,8 @@ func oracleParse(body []byte) (store.Notification, error) {
 		}
 		if *c.dst == nil {
 			n.Flags = append(n.Flags, c.name+" missing")
+		} else if flag, shaped := cpfShapedCounter(c.name, **c.dst); shaped {
+			n.Flags, *c.dst = append(n.Flags, flag), nil
 		}
 	}
 	n.Flags = append(n.Flags, counterFlags(n)...)

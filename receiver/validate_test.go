@@ -139,11 +139,25 @@ func TestParseAccepts(t *testing.T) {
 			flagWords: []string{"total_requested"},
 		},
 		{
-			name: "max int64 counter accepted, flagged over 1000",
+			name: "max int64 counter accepted, flagged, not kept (CPF-shaped)",
 			body: notif(map[string]string{"total_requested": "9223372036854775807", "total_found": "0", "total_not_found": "0"}),
 			want: store.Notification{Event: "batch.completed", BatchID: "b-1", Status: "completed",
-				TotalRequested: i64(9223372036854775807), TotalFound: i64(0), TotalNotFound: i64(0), CompletedAt: &base},
-			flagWords: []string{"total_requested"},
+				TotalRequested: nil, TotalFound: i64(0), TotalNotFound: i64(0), CompletedAt: &base},
+			flagWords: []string{"total_requested ******************* is not a count (CPF-shaped): not kept"},
+		},
+		{
+			name: "eight-digit counter kept, flagged over 1000",
+			body: notif(map[string]string{"total_requested": "99999999", "total_found": "0", "total_not_found": "0"}),
+			want: store.Notification{Event: "batch.completed", BatchID: "b-1", Status: "completed",
+				TotalRequested: i64(99999999), TotalFound: i64(0), TotalNotFound: i64(0), CompletedAt: &base},
+			flagWords: []string{"total_requested 99999999 exceeds 1000"},
+		},
+		{
+			name: "a CPF as total_found: accepted, flagged masked, not kept",
+			body: notif(map[string]string{"total_requested": "5", "total_found": "52998224725", "total_not_found": "2"}),
+			want: store.Notification{Event: "batch.completed", BatchID: "b-1", Status: "completed",
+				TotalRequested: i64(5), TotalFound: nil, TotalNotFound: i64(2), CompletedAt: &base},
+			flagWords: []string{"total_found *********** is not a count"},
 		},
 		{
 			name: "missing counter flagged",
@@ -339,7 +353,7 @@ func TestParseAccepts(t *testing.T) {
 // TestParseFlagsCounterSumOverflow: found + not_found is computed in int64
 // and wraps, so two huge counters pass the "≤ requested" check.
 func TestParseFlagsCounterSumOverflow(t *testing.T) {
-	body := notif(map[string]string{"total_requested": "5", "total_found": "9223372036854775807", "total_not_found": "1"})
+	body := notif(map[string]string{"total_requested": "5", "total_found": "99999999", "total_not_found": "99999999"})
 	n, err := receiver.Parse(body)
 	if err != nil {
 		t.Fatalf("Parse: %v", err)

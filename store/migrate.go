@@ -100,7 +100,7 @@ func backfill(tx *bolt.Tx) ([]Backfill, error) {
 	for _, f := range []struct {
 		index string
 		fill  func(*bolt.Tx) (int, error)
-	}{{"purge", backfillPurgeIndex}, {"awaiting", backfillAwaiting}, {"leased", backfillLeased}} {
+	}{{"purge", backfillPurgeIndex}, {"awaiting", backfillAwaiting}, {"leased", backfillLeased}, {"masked kept bodies", maskKeptBodies}} {
 		n, err := f.fill(tx)
 		if err != nil {
 			return nil, err

@@ -10,14 +10,20 @@ import (
 )
 
 // Quarantined is a signed delivery that failed validation, kept so that
-// nothing genuine is lost. It is keyed by the SHA-256 of the body, so a
-// retried bad delivery is kept once.
+// an operator can see what came. It is keyed by the SHA-256 of the body as
+// it came, so a retried bad delivery is kept once. Raw is that body with
+// every CPF-shaped run masked (cpf.ScrubBytes): nothing kept for the
+// retention period holds a CPF (DECISIONS 40).
 type Quarantined struct {
 	ID         string    `json:"id"`
 	Reason     string    `json:"reason"`
 	Attempt    int       `json:"attempt"`
 	ReceivedAt time.Time `json:"received_at"`
 	Raw        []byte    `json:"raw"`
+	// BodyLen is the length of the body as it came (ID is its SHA-256);
+	// Masked says Raw differs from it: some digits are '*'.
+	BodyLen int  `json:"body_len,omitempty"`
+	Masked  bool `json:"masked,omitempty"`
 	// ErasedBy names the erasure that removed Raw because it held the CPF
 	// being erased; ID (the body's SHA-256) is the tombstone.
 	ErasedBy string `json:"erased_by,omitempty"`
@@ -55,6 +61,7 @@ func (s *Store) ListQuarantined(limit int, cursor string) (entries []Quarantined
 				return fmt.Errorf("decode quarantine entry: %w", err)
 			}
 			q.Raw = nil
+			maskQuarantined(&q)
 			entries = append(entries, q)
 		}
 		return nil
@@ -77,10 +84,16 @@ func (s *Store) QuarantineContext(ctx context.Context, q Quarantined) error {
 	return s.putOnce(ctx, bucketQuarantine, q.ID, q)
 }
 
-// GetQuarantined returns the quarantine entry id, or ErrNotFound.
+// GetQuarantined returns the quarantine entry id, or ErrNotFound. An
+// entry an earlier version kept unmasked is masked as it is read (Open
+// masks them all once, maskKeptBodies).
 func (s *Store) GetQuarantined(id string) (*Quarantined, error) {
 	var q Quarantined
-	return &q, s.getJSON(bucketQuarantine, id, &q)
+	if err := s.getJSON(bucketQuarantine, id, &q); err != nil {
+		return &q, err
+	}
+	maskQuarantined(&q)
+	return &q, nil
 }
 
 // CountQuarantined returns the number of quarantine entries.

@@ -37,6 +37,7 @@ func (s *Store) FindQuarantined(id string) (*Quarantined, error) {
 		if err := json.Unmarshal(first, &q); err != nil {
 			return fmt.Errorf("decode quarantine entry: %w", err)
 		}
+		maskQuarantined(&q)
 		return nil
 	})
 	if err != nil {

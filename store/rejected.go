@@ -23,8 +23,9 @@ const MaxRejectedSignature = 256
 
 // Rejected is a delivery refused with 401, kept so that an operator can
 // check it with `batchhook verify --rejected ID`: the first MaxRejectedBody
-// bytes of the body, the signature header as sent, and why it failed. It
-// is a stranger's request until proven otherwise: nothing acts on it.
+// bytes of the body, the signature header as sent, and why it failed, the
+// body and header with every CPF-shaped run masked. It is a stranger's
+// request until proven otherwise: nothing acts on it.
 type Rejected struct {
 	ID         uint64    `json:"id"`
 	ReceivedAt time.Time `json:"received_at"`
@@ -42,6 +43,9 @@ type Rejected struct {
 	BodySHA256 string `json:"body_sha256"`
 	Truncated  bool   `json:"truncated,omitempty"`
 	Raw        []byte `json:"raw,omitempty"`
+	// Masked says Raw or Signature had CPF-shaped runs, now masked
+	// (cpf.ScrubBytes): they are no longer the bytes that came.
+	Masked bool `json:"masked,omitempty"`
 	// ErasedBy names the erasure that removed Raw because it held the CPF
 	// being erased.
 	ErasedBy string `json:"erased_by,omitempty"`
@@ -98,6 +102,7 @@ func (s *Store) ListRejected() ([]Rejected, error) {
 				return fmt.Errorf("decode entry %x: %w", k, err)
 			}
 			r.Raw = nil
+			maskRejected(&r)
 			out = append(out, r)
 		}
 		return nil
@@ -125,6 +130,7 @@ func (s *Store) GetRejected(id string) (*Rejected, error) {
 	if err != nil {
 		return nil, err
 	}
+	maskRejected(&r) // one an earlier version kept unmasked
 	return &r, nil
 }
 
