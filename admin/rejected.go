@@ -19,7 +19,9 @@ type RejectedLog interface {
 var _ RejectedLog = (*store.Store)(nil)
 
 // RejectedView is one rejected delivery. Body is the kept body (at most
-// 8 KiB; Truncated when the delivery was longer) as bytes, Base64 in JSON;
+// 8 KiB; Truncated when the delivery was longer) as bytes, Base64 in JSON,
+// with every CPF-shaped run masked, as is Signature (Masked says some
+// were: the bytes are then not those that came, and cannot be verified);
 // a payments body is withheld like a quarantined one (it may hold personal
 // data; BodyWithheld says so), and an erased one is gone (ErasedBy).
 type RejectedView struct {
@@ -34,6 +36,7 @@ type RejectedView struct {
 	BodySHA256   string    `json:"body_sha256"`
 	Truncated    bool      `json:"truncated,omitempty"`
 	Body         []byte    `json:"body,omitempty"`
+	Masked       bool      `json:"masked,omitempty"`
 	BodyWithheld bool      `json:"body_withheld,omitempty"`
 	ErasedBy     string    `json:"erased_by,omitempty"`
 }
@@ -41,7 +44,7 @@ type RejectedView struct {
 func rejectedView(r store.Rejected, full bool) RejectedView {
 	v := RejectedView{ID: r.ID, ReceivedAt: r.ReceivedAt, Path: r.Path, Product: productOf(store.Quarantined{Product: r.Product}),
 		Reason: r.Reason, RemoteAddr: r.RemoteAddr, BodyLen: r.BodyLen, BodySHA256: r.BodySHA256, Truncated: r.Truncated,
-		ErasedBy: r.ErasedBy}
+		ErasedBy: r.ErasedBy, Masked: r.Masked}
 	if full {
 		v.Signature = r.Signature
 		if r.Product == store.ProductPayments {

@@ -164,14 +164,17 @@ func (s *Server) retryNow(c echo.Context) error {
 	return c.JSON(http.StatusAccepted, viewOf(b))
 }
 
-// QuarantineView is a quarantine entry; Body is the raw signed body, which
-// carries counters, never result items.
+// QuarantineView is a quarantine entry; Body is the signed body as kept:
+// every CPF-shaped run masked (Masked says some were), never result
+// items. ID is the SHA-256 of the body as it came and BodyLen its length.
 type QuarantineView struct {
 	ID         string    `json:"id"`
 	Reason     string    `json:"reason"`
 	Attempt    int       `json:"delivery_attempt"`
 	ReceivedAt time.Time `json:"received_at"`
 	Body       string    `json:"body,omitempty"`
+	BodyLen    int       `json:"body_len,omitempty"`
+	Masked     bool      `json:"masked,omitempty"`
 	// ErasedBy: the body held a CPF that was erased; only its id (the
 	// body's SHA-256) is left.
 	ErasedBy string `json:"erased_by,omitempty"`
@@ -212,7 +215,7 @@ func (s *Server) showQuarantine(c echo.Context) error {
 		return storeError(c, err)
 	}
 	v := QuarantineView{ID: q.ID, Reason: q.Reason, Attempt: q.Attempt, ReceivedAt: q.ReceivedAt, Body: string(q.Raw), ErasedBy: q.ErasedBy,
-		Product: productOf(*q), BatchID: q.BatchID}
+		Product: productOf(*q), BatchID: q.BatchID, BodyLen: q.BodyLen, Masked: q.Masked}
 	if q.Product == store.ProductPayments {
 		// A payments body may hold names, CPFs and e-mails, which no
 		// route but the backup serves; its id is its SHA-256.

@@ -76,6 +76,9 @@ func quarantineCmd(ctx context.Context, args []string, e Env) int {
 		if e.Product != "payments" {
 			fmt.Fprintf(tw, "batch id:\t%s\n", orDash(e.BatchID))
 		}
+		if e.Masked && e.Product != "payments" {
+			body += "\n\t(CPF-shaped digits masked with *; the body that came had " + fmt.Sprint(e.BodyLen) + " bytes)"
+		}
 		fmt.Fprintf(tw, "body:\t%s\n", body)
 		tw.Flush()
 		fmt.Fprintf(stdout, "\nnext step: %s\n", admin.QuarantineNextStep(e.Product, e.BatchID))

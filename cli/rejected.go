@@ -70,6 +70,9 @@ func rejectedCmd(ctx context.Context, args []string, e Env) int {
 			if e.Truncated {
 				fmt.Fprintf(stdout, "(first %d bytes kept)\n", len(e.Body))
 			}
+			if e.Masked {
+				fmt.Fprintln(stdout, "(CPF-shaped digits masked with *)")
+			}
 			fmt.Fprintf(stdout, "%s\n", e.Body)
 		}
 		return 0
@@ -110,7 +113,7 @@ func verifyRejected(id string, secret []byte, adminURL string, stdout, stderr io
 		fmt.Fprintf(stderr, "batchhook verify: decode reply: %v\n", err)
 		return 1
 	}
-	whole := !e.Truncated && !e.BodyWithheld && e.ErasedBy == "" && len(e.Body) == e.BodyLen
+	whole := !e.Truncated && !e.BodyWithheld && e.ErasedBy == "" && !e.Masked && len(e.Body) == e.BodyLen
 	reason := signature.Verify(secret, e.Body, e.Signature)
 	switch {
 	case reason == signature.OK && whole:
@@ -134,6 +137,8 @@ func missingBody(e admin.RejectedView) string {
 		return "erased by " + e.ErasedBy
 	case e.BodyWithheld:
 		return "a payments body is not served: it may hold personal data"
+	case e.Masked:
+		return "its CPF-shaped digits were masked when it was kept, so these are not the bytes that came"
 	default:
 		return fmt.Sprintf("only the first %d of %d bytes were kept", len(e.Body), e.BodyLen)
 	}

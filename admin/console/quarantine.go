@@ -64,7 +64,10 @@ func (c *Console) quarantineEntry(w http.ResponseWriter, r *http.Request, ss *se
 	d := quarantineEntryData{Q: q, NextStep: admin.QuarantineNextStep(q.Product, q.BatchID)}
 	// A body that was not UTF-8 reached us with U+FFFD in place of its
 	// bad bytes: its length here would not be the body's.
-	if q.Body != "" && !strings.ContainsRune(q.Body, utf8.RuneError) {
+	switch {
+	case q.BodyLen > 0 && q.ErasedBy == "" && q.Product != "payments":
+		d.BodyLen, d.HasBody = q.BodyLen, true // the length that came, before masking
+	case q.Body != "" && !strings.ContainsRune(q.Body, utf8.RuneError):
 		d.BodyLen, d.HasBody = len(q.Body), true
 	}
 	d.Q.Body = "" // never rendered; dropped so no template can
