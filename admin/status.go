@@ -49,6 +49,12 @@ type Facts struct {
 	// LastUnauthorized is when the last came (zero when none did).
 	Unauthorized     uint64
 	LastUnauthorized time.Time
+	// Quarantined counts the signed webhooks kept in the quarantine since
+	// start (batch and payments); LastQuarantined is when the last came,
+	// LastQuarantine its product and (masked) reason.
+	Quarantined     uint64
+	LastQuarantined time.Time
+	LastQuarantine  QuarantineCause
 	// ListenAddr and AdminAddr are the addresses the webhook and admin
 	// listeners are bound to, DataDir the data directory as an absolute
 	// path: which daemon answers, when another one may hold the ports.
@@ -61,6 +67,13 @@ type Facts struct {
 	// PreviousRun is how the previous run ended when it did not stop
 	// cleanly; nil after a clean stop or on a first start.
 	PreviousRun *PreviousRunView
+}
+
+// QuarantineCause is why a webhook was quarantined: its product (batch
+// or payments) and the entry's reason.
+type QuarantineCause struct {
+	Product string `json:"product"`
+	Reason  string `json:"reason"`
 }
 
 // ProductTime is the time of the last accepted webhook of one product.
@@ -118,14 +131,18 @@ type StatusView struct {
 	LastNotFound     LastSeenView                `json:"last_not_found"`
 	// UnauthorizedWebhooks counts webhooks refused with 401 since start
 	// (batch and payments).
-	UnauthorizedWebhooks uint64                  `json:"unauthorized_webhooks"`
-	LastUnauthorized     LastSeenView            `json:"last_unauthorized"`
-	Queue                QueueView               `json:"queue"`
-	Chunks               map[string]int          `json:"chunks"`
-	Sinks                []SinkStatusView        `json:"sinks"`
-	PaymentSinks         []PaymentSinkStatusView `json:"payment_sinks,omitempty"`
-	Provider             ProviderView            `json:"provider"`
-	PreviousRunFailed    *PreviousRunView        `json:"previous_run_failed"`
+	UnauthorizedWebhooks uint64       `json:"unauthorized_webhooks"`
+	LastUnauthorized     LastSeenView `json:"last_unauthorized"`
+	// QuarantinedWebhooks counts signed webhooks kept in the quarantine
+	// since start (batch and payments).
+	QuarantinedWebhooks uint64                  `json:"quarantined_webhooks"`
+	LastQuarantined     LastSeenView            `json:"last_quarantined"`
+	Queue               QueueView               `json:"queue"`
+	Chunks              map[string]int          `json:"chunks"`
+	Sinks               []SinkStatusView        `json:"sinks"`
+	PaymentSinks        []PaymentSinkStatusView `json:"payment_sinks,omitempty"`
+	Provider            ProviderView            `json:"provider"`
+	PreviousRunFailed   *PreviousRunView        `json:"previous_run_failed"`
 	// Warnings name each problem found and what to do about it; empty
 	// (never null) when there is none.
 	Warnings []string `json:"warnings"`
@@ -204,6 +221,7 @@ func (s *Server) status(c echo.Context) error {
 		ListenAddr: f.ListenAddr, AdminAddr: f.AdminAddr, DataDir: f.DataDir,
 		LastAccepted: map[string]LastAcceptedView{}, NotFoundRequests: f.NotFoundRequests, LastNotFound: lastSeen(f.LastNotFound, now),
 		UnauthorizedWebhooks: f.Unauthorized, LastUnauthorized: lastSeen(f.LastUnauthorized, now), Chunks: map[string]int{},
+		QuarantinedWebhooks: f.Quarantined, LastQuarantined: lastSeen(f.LastQuarantined, now),
 		Sinks: []SinkStatusView{}, Provider: f.Provider, PreviousRunFailed: f.PreviousRun, Warnings: []string{}}
 	if err := s.o.Ready(); err != nil {
 		v.Ready, v.NotReadyReason = false, err.Error()
@@ -308,6 +326,19 @@ func warnings(v *StatusView, f Facts, now time.Time, unreadable []string) []stri
 			"another secret than %s; batchhook rejected list (GET /admin/rejected), then batchhook verify on one of them "+
 			"with the secret the provider uses (%s in the log)",
 			countOf(int(n), "webhook", "webhooks"), FormatAge(now.Sub(f.LastUnauthorized)), secret, events))
+	}
+	if n := f.Quarantined; n > 0 && recent(f.LastQuarantined, now) {
+		what, event := "signed notification", "webhook_invalid"
+		if n != 1 {
+			what += "s"
+		}
+		if f.LastQuarantine.Product == "payments" {
+			event = "payment_invalid"
+		}
+		out = append(out, fmt.Sprintf("%d %s quarantined since start, the last %s ago (%s: %s): each is answered 400 and retried by the provider "+
+			"for ever, and nothing in it is recorded; batchhook quarantine list (GET /admin/quarantine, the console's Quarantine page), "+
+			"then batchhook quarantine show ID for the next step (%s in the log)",
+			n, what, FormatAge(now.Sub(f.LastQuarantined)), f.LastQuarantine.Product, f.LastQuarantine.Reason, event))
 	}
 	if n := f.NotFoundRequests; n > 0 && recent(f.LastNotFound, now) {
 		out = append(out, fmt.Sprintf("%s to unknown paths on the webhook listener since start, the last %s ago: is the provider's webhook URL right? "+

@@ -243,7 +243,7 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 	d.recv, err = receiver.New(receiver.Options{
 		Path: cfg.WebhookPath, MaxBodyBytes: cfg.MaxBodyBytes,
 		Secret: d.secrets.current("SIGNING_SECRET"), Store: d.store,
-		Logger: d.log.With().Str("component", "receiver").Logger(), Observer: d.metrics,
+		Logger: d.log.With().Str("component", "receiver").Logger(), Observer: d.metrics, OnQuarantine: d.metrics.Quarantined,
 		MaxConnections: cfg.MaxConnections, LogDropped: d.metrics.LogLineDropped,
 		Payments: d.paymentsWebhook(), TrustedProxies: proxies,
 		KeepRejected: func(r store.Rejected) { keeper.Keep(r) },

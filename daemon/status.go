@@ -24,6 +24,9 @@ func (d *Daemon) statusFacts() admin.Facts {
 	// The admin listener serves before the webhook listener is bound:
 	// until listening says it is (which orders the write of d.addr before
 	// this read), the configured address is all there is.
+	q := d.metrics.LastQuarantined()
+	f.Quarantined, f.LastQuarantined = q.Count, q.Last
+	f.LastQuarantine = admin.QuarantineCause{Product: q.Product, Reason: q.Reason}
 	if d.listening.Load() {
 		f.ListenAddr = d.addr.String()
 	}

@@ -54,6 +54,8 @@ type Metrics struct {
 	// summary, which reads them without going through the registry and
 	// needs the time of the last one, which no series holds.
 	notFound, unauthorized *seen
+	quarantinedTotal       *prometheus.CounterVec
+	quarantined            *lastQuarantined
 }
 
 // New registers every collector, the Go runtime and process collectors
@@ -115,9 +117,17 @@ func New(states States, now func() time.Time) *Metrics {
 		last:         &lastAccepted{start: now()},
 		notFound:     &seen{},
 		unauthorized: &seen{},
+		quarantinedTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "batchhook_quarantined_total",
+			Help: "Signed webhooks that failed validation and were kept in the quarantine (answered 400; the provider retries them for ever), by product (batch, payments).",
+		}, []string{"product"}),
+		quarantined: &lastQuarantined{},
+	}
+	for _, p := range []string{ProductBatch, ProductPayments} {
+		m.quarantinedTotal.WithLabelValues(p) // the series exist at 0 for the alert's increase()
 	}
 	m.reg.MustRegister(m.webhookRequests, m.webhookAck, m.fetchPages, m.fetchErrors, m.exportItems,
-		m.batchesFinished, m.reloads, m.submissions, m.reconciled, m.logLinesDropped, m.sinkDeliveries, m.purged, m.collector,
+		m.batchesFinished, m.reloads, m.submissions, m.reconciled, m.logLinesDropped, m.sinkDeliveries, m.purged, m.quarantinedTotal, m.collector,
 		lastAcceptedCollector{m.last}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
