@@ -89,7 +89,7 @@ func TestUnauthorizedLineQuotesThePathMaskedAndCut(t *testing.T) {
 	if len(out) > 3*600 {
 		t.Fatalf("three lines cost %d bytes:\n%.2000s", len(out), out)
 	}
-	if !strings.Contains(out, `"url_path":"/admin/batches/***"`) || !strings.Contains(out, "(19015 bytes)") {
+	if !strings.Contains(out, `"url_path":"/admin/batches/***********"`) || !strings.Contains(out, "(19015 bytes)") {
 		t.Fatalf("the path is not quoted masked, or its cut does not say how long it was:\n%.2000s", out)
 	}
 }
