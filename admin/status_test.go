@@ -304,3 +304,29 @@ func TestStatusOldestAgeByState(t *testing.T) {
 		t.Fatalf("oldest_pending_age_seconds = %v in %s, want 3000 (b_fetching)", v.Queue.OldestAgeSeconds, raw)
 	}
 }
+
+// A signed webhook quarantined within the hour is a warning that quotes
+// the last one's product and reason and says where to look; an hour later
+// only the counts since start remain.
+func TestStatusWarnsOfARecentQuarantine(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	s := newStatusServer(t, "", now)
+	f := Facts{StartedAt: now.Add(-3 * time.Hour), LastAccepted: []ProductTime{{Product: "batch"}}}
+	f.Quarantined, f.LastQuarantined = 2, now.Add(-5*time.Minute)
+	f.LastQuarantine = QuarantineCause{Product: "batch", Reason: `invalid notification: status "bogus" is not one of completed, partial, expired, failed`}
+	s.set(f, nil)
+	_, v, raw := getStatus(t, s.url, "")
+	if len(v.Warnings) != 1 || !strings.HasPrefix(v.Warnings[0], `2 signed notifications quarantined since start, the last 5m ago (batch: invalid notification: status "bogus"`) ||
+		!strings.Contains(v.Warnings[0], "batchhook quarantine list (GET /admin/quarantine, the console's Quarantine page)") ||
+		!strings.HasSuffix(v.Warnings[0], "(webhook_invalid in the log)") {
+		t.Fatalf("warnings %q", v.Warnings)
+	}
+	if v.QuarantinedWebhooks != 2 || v.LastQuarantined.AgeSeconds == nil || *v.LastQuarantined.AgeSeconds != 300 {
+		t.Fatalf("counts and times: %s", raw)
+	}
+	f.LastQuarantined = now.Add(-RecentWithin)
+	s.set(f, nil)
+	if _, v, _ := getStatus(t, s.url, ""); len(v.Warnings) != 0 || v.QuarantinedWebhooks != 2 {
+		t.Fatalf("a quarantine %s ago still warns: %q", RecentWithin, v.Warnings)
+	}
+}
