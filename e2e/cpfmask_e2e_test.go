@@ -217,6 +217,7 @@ func TestNoCPFReadBackFromLogsOrAdmin(t *testing.T) {
 		t.Fatalf("readyz after the strangers: %d", code)
 	}
 	grown := d.out.String()[before:]
+	t.Logf("100 strangers' requests: %d log bytes, %d lines", len(grown), strings.Count(grown, "\n"))
 	if per := len(grown) / 100; per > 512 {
 		t.Errorf("%d log bytes per stranger's request (%d in all), want at most 512:\n%s", per, len(grown), oneLine(grown, 2000))
 	}

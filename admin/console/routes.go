@@ -3,6 +3,8 @@ package console
 import (
 	"errors"
 	"net/http"
+
+	"github.com/batchhook/batchhook/internal/netval"
 )
 
 // maxForm caps a console form's body: a token, a CSRF token, a CPF.
@@ -68,7 +70,7 @@ func (c *Console) action(h pageFunc) http.HandlerFunc {
 			return
 		}
 		if !checkCSRF(r, ss) {
-			c.o.Refused.Warn().Str("event", "console_csrf_refused").Str("url_path", r.URL.Path).Str("remote_addr", r.RemoteAddr).
+			c.o.Refused.Warn().Str("event", "console_csrf_refused").Str("url_path", netval.Text(r.URL.Path, netval.Path)).Str("remote_addr", r.RemoteAddr).
 				Msg("a console form came without its CSRF token: refused, nothing done")
 			c.render(w, http.StatusForbidden, "problem", view{Title: "Refused", CSRF: ss.csrf, SignedIn: true,
 				Problem: "This request did not carry the form's CSRF token, so nothing was done. Reload the page and try again."})
