@@ -132,6 +132,7 @@ func printStatus(w io.Writer, v admin.StatusView) {
 	}
 	fmt.Fprintf(tw, "unknown paths\t%s since start%s\n", plural(int(v.NotFoundRequests), "request", "requests"), lastAgo(v.LastNotFound))
 	fmt.Fprintf(tw, "refused (401)\t%d since start%s\n", v.UnauthorizedWebhooks, lastAgo(v.LastUnauthorized))
+	fmt.Fprintf(tw, "quarantined (400)\t%d since start%s\n", v.QuarantinedWebhooks, lastAgo(v.LastQuarantined))
 	fmt.Fprintf(tw, "batches\t%s\n", stateCounts(v.Queue.Batches, store.States))
 	oldest := "none pending"
 	if v.Queue.OldestAgeSeconds != nil {

@@ -46,7 +46,8 @@ func TestQuarantinedNotificationIsAStatusWarning(t *testing.T) {
 		}
 	}
 	out, errOut, code := runCLI(t, d, waitBound, "status")
-	if code != 1 || !regexpLine(out, `^  - 1 signed notification quarantined since start, the last \d+s ago`) {
+	if code != 1 || !regexpLine(out, `^  - 1 signed notification quarantined since start, the last \d+s ago`) ||
+		!regexpLine(out, `^quarantined \(400\)\s+1 since start, last \d+s ago$`) {
 		t.Fatalf("batchhook status after a quarantine: exit %d, want 1 with the warning\n%s%s", code, out, errOut)
 	}
 	_, metrics := get(t, d.admin+"/metrics", "")
