@@ -139,13 +139,15 @@ func TestImportGraph(t *testing.T) {
 // The console is a view of the admin API: it reads and acts only through
 // that API's replies (in process), so what it can show is what the API
 // shows. It imports admin for the reply types and nothing else of
-// batchhook but the signature check's explanations; admin does not know it.
+// batchhook but the signature check's explanations and netval, which makes
+// the values from a request it logs fit for a log line (masked, capped);
+// admin does not know it.
 func TestConsoleReadsOnlyTheAdminAPI(t *testing.T) {
 	deps := listPackages(t)
 	if dependsOn(deps["admin"], module+"/admin/console") {
 		t.Errorf("admin depends on admin/console; the daemon hands the console to admin as a handler")
 	}
-	allowed := []string{module + "/admin", module + "/internal/signature"}
+	allowed := []string{module + "/admin", module + "/internal/signature", module + "/internal/netval"}
 	for _, imp := range directImports(t, "admin/console") {
 		if strings.HasPrefix(imp, module+"/") && !contains(allowed, imp) {
 			t.Errorf("admin/console imports %s; it may import only %v", imp, allowed)

@@ -127,7 +127,7 @@ func TestClient(t *testing.T) {
 	}
 	_, err = c.CreateWithdrawal(ctx, Withdrawal{Amount: "1"})
 	var se *StatusError
-	if !errors.As(err, &se) || se.Status != 400 || !strings.HasPrefix(se.Reason, "invalid: document *** xxx") || len(se.Reason) > maxReason+4 {
+	if !errors.As(err, &se) || se.Status != 400 || !strings.HasPrefix(se.Reason, "invalid: document ***.***.***-** xxx") || len(se.Reason) > maxReason+4 {
 		t.Fatalf("withdrawal: %v", err)
 	}
 	if _, err := c.Simulate(ctx, srv.URL+"/other"); !errors.As(err, &se) || se.Status != 502 || se.Reason != "Bad Gateway" {
