@@ -13,7 +13,8 @@ import (
 )
 
 // Refused is told the peer's address (ip:port) of each connection whose
-// request named both Content-Length and Transfer-Encoding. It is called on
+// request named both Content-Length and Transfer-Encoding (or, before
+// HTTP/1.1, Transfer-Encoding at all). It is called on
 // the connection's reading goroutine, so it must not block.
 type Refused func(remoteAddr string)
 
@@ -128,6 +129,6 @@ func LogRefused(log zerolog.Logger, listener string, count func()) Refused {
 			count()
 		}
 		log.Warn().Str("event", EventAmbiguous).Str("listener", listener).Str("remote_addr", remoteAddr).
-			Msg("a request named both Content-Length and Transfer-Encoding: answered 400 and the connection closed, nothing after it read")
+			Msg("a request named both Content-Length and Transfer-Encoding, or Transfer-Encoding before HTTP/1.1: answered 400 and the connection closed, nothing after it read")
 	}
 }

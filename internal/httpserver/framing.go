@@ -114,8 +114,9 @@ type framing struct {
 
 // feed follows p, the next bytes read from the connection. It returns how
 // many of them net/http may have: all of them, or, when a header block
-// names both Content-Length and Transfer-Encoding, those before the end of
-// the second name (refused is then true, and every later call returns 0).
+// names both Content-Length and Transfer-Encoding (or, before HTTP/1.1,
+// Transfer-Encoding at all), those up to the end of the name that makes it
+// so (refused is then true, and every later call returns 0).
 // net/http so never sees that header block whole: it answers 400 and
 // closes, and no byte after it is ever read as a request.
 func (f *framing) feed(p []byte) (n int, refused bool) {
@@ -387,7 +388,8 @@ func (f *framing) headerByte(c byte) {
 	}
 }
 
-// endName marks a name of ours, and refuses the block once both came.
+// endName marks a name of ours, and refuses the block once both came (or
+// Transfer-Encoding before HTTP/1.1).
 func (f *framing) endName() {
 	if f.nameLen > maxName {
 		return
@@ -407,7 +409,10 @@ func (f *framing) endName() {
 			f.codings = min(f.codings+1, 2)
 		}
 	}
-	if f.named[0] && f.named[1] {
+	// Both fields; or Transfer-Encoding in HTTP/1.0, which net/http ignores
+	// (no body, the connection kept if asked) while a proxy may read a
+	// chunked body: RFC 9112 section 6.1 calls that framing faulty too.
+	if f.named[0] && f.named[1] || f.named[1] && !f.coding {
 		f.st = stRefused
 	}
 }

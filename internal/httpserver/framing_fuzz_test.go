@@ -32,14 +32,14 @@ func FuzzFraming(f *testing.F) {
 		reqs, stop := readAsNetHTTP(stream)
 		for i, r := range reqs {
 			block := stream[r.start:r.head]
-			if namesBoth(block) {
+			if mustRefuse(block) {
 				if tr.refused < 0 || tr.refused <= r.start || tr.refused >= r.head {
-					t.Fatalf("request %d names both fields but was not refused inside its header block [%d,%d) (refused at %d)\n%q", i, r.start, r.head, tr.refused, stream)
+					t.Fatalf("request %d names both fields (or a coding before HTTP/1.1) but was not refused inside its header block [%d,%d) (refused at %d)\n%q", i, r.start, r.head, tr.refused, stream)
 				}
 				return
 			}
 			if tr.refused >= 0 && tr.refused <= r.end {
-				t.Fatalf("request %d [%d,%d) names one field at most, yet refused at %d\n%q", i, r.start, r.end, tr.refused, stream)
+				t.Fatalf("request %d [%d,%d) is to be served, yet refused at %d\n%q", i, r.start, r.end, tr.refused, stream)
 			}
 			if tr.lost >= 0 && tr.lost < r.end {
 				t.Fatalf("stopped following at %d inside request %d [%d,%d), which net/http reads\n%q", tr.lost, i, r.start, r.end, stream)
@@ -51,8 +51,8 @@ func FuzzFraming(f *testing.F) {
 		}
 		if tr.refused >= 0 {
 			s := tr.starts[len(tr.starts)-1]
-			if len(tr.heads) >= len(tr.starts) || !namesBoth(stream[s:tr.refused]) {
-				t.Fatalf("refused at %d a block begun at %d that does not name both fields before its end\n%q", tr.refused, s, stream)
+			if len(tr.heads) >= len(tr.starts) || !mustRefuse(stream[s:tr.refused]) {
+				t.Fatalf("refused at %d a block begun at %d that does not name both fields (or a coding before HTTP/1.1) before its end\n%q", tr.refused, s, stream)
 			}
 		}
 		if tr.lost >= 0 && stop == nil {
@@ -210,12 +210,18 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// namesBoth is the plain reading: some line after the first has, before
-// its first colon, content-length, and some transfer-encoding, in any
-// case, with spaces or tabs around.
-func namesBoth(block []byte) bool {
+// mustRefuse is the plain reading of what the check refuses: a block where
+// some line after the first has, before its first colon, content-length,
+// and some transfer-encoding, in any case, with spaces or tabs around; or
+// one that names transfer-encoding after a request line whose version
+// net/http reads as before 1.1.
+func mustRefuse(block []byte) bool {
 	var length, coding bool
 	lines := strings.Split(string(block), "\n")
+	_, rest, _ := strings.Cut(strings.TrimSuffix(lines[0], "\r"), " ")
+	_, version, _ := strings.Cut(rest, " ")
+	major, minor, ok := http.ParseHTTPVersion(version)
+	old := ok && (major < 1 || major == 1 && minor < 1)
 	for _, l := range lines[1:] {
 		name, _, ok := strings.Cut(l, ":")
 		if !ok {
@@ -228,7 +234,7 @@ func namesBoth(block []byte) bool {
 			coding = true
 		}
 	}
-	return length && coding
+	return length && coding || coding && old
 }
 
 // framingSeeds are streams of the shapes that matter: pipelined requests

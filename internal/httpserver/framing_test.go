@@ -95,6 +95,22 @@ func TestBothLengthHeadersAreRefused(t *testing.T) {
 	}
 }
 
+// Transfer-Encoding before HTTP/1.1, alone: net/http ignores it (no body,
+// the connection kept if asked), a proxy may read a chunked body, so its
+// body would be read as a request. It is refused the same way.
+func TestCodingBeforeHTTP11IsRefused(t *testing.T) {
+	fs := startFramingServer(t)
+	raw := "POST /w HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		"GET /hidden HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+	x, err := testutil.Send(fs.addr, raw, exchangeWait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why := x.Refused(); why != "" {
+		t.Fatal(why)
+	}
+}
+
 // The same request sent a byte a write: the header block reaches the
 // server in as many reads as the network makes of it.
 func TestBothLengthHeadersAreRefusedOverManyReads(t *testing.T) {
@@ -143,7 +159,7 @@ func TestPipelinedRequestsAreServed(t *testing.T) {
 		"\r\n" + // net/http skips a CRLF after a POST
 		"POST /b HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nContent-Le" +
 		"GET /c HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nxy" +
-		"POST /d HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n" + // HTTP/1.0: no coding, no body
+		"POST /d HTTP/1.0\r\nConnection: keep-alive\r\nContent-Length: 3\r\n\r\nabc" +
 		"GET /e HTTP/1.1\nHost: h\nConnection: close\n\n"
 	x, err := testutil.Send(fs.addr, raw, exchangeWait)
 	if err != nil {
