@@ -147,7 +147,7 @@ func (f *framing) feed(p []byte) (n int, refused bool) {
 			}
 		}
 	}
-	return len(p), false
+	return len(p), f.st == stRefused // p empty after a refusal: still refused
 }
 
 // refused reports whether a header block named both fields.
