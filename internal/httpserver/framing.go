@@ -14,8 +14,8 @@ package httpserver
 // Content-Length, or chunk by chunk), so that it finds the next header
 // block on a kept-alive connection exactly where net/http does.
 //
-// It holds a fixed few dozen bytes whatever it reads (no line, header or
-// body is buffered), so memory per connection stays bounded. Where the
+// It holds a fixed 152 bytes whatever it reads (no line, header or body is
+// buffered), so memory per connection stays bounded. Where the
 // bytes break a rule net/http enforces (an unsupported coding, a bad
 // length, a malformed chunk), it stops following them: net/http refuses
 // that request itself and closes the connection. The fuzz test holds it to
