@@ -207,7 +207,8 @@ func New(o Options) (*Server, error) {
 	s.srv = httpserver.New("admin listener", &http.Server{Handler: e, ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: httpserver.MaxHeaderBytes(16 << 10),
 		DisableGeneralOptionsHandler: true,
-		ErrorLog:                     sampler.ErrorLog(o.Logger, "http_server_error")})
+		ErrorLog:                     sampler.ErrorLog(o.Logger, "http_server_error")},
+		httpserver.LogRefused(sampler.Logger(o.Logger, httpserver.EventAmbiguous), "admin", nil))
 	return s, nil
 }
 

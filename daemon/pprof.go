@@ -9,6 +9,7 @@ import (
 
 	"github.com/batchhook/batchhook/config"
 	"github.com/batchhook/batchhook/internal/httpserver"
+	"github.com/batchhook/batchhook/internal/logsample"
 )
 
 // servePprof serves Go's profiles on BATCHHOOK_PPROF_ADDR (loopback only;
@@ -41,7 +42,10 @@ func (d *Daemon) servePprof(addr string) error {
 	// Host is served.
 	srv := &http.Server{Handler: httpserver.RequireLoopbackHost(mux), ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 10 * time.Minute,
 		MaxHeaderBytes: httpserver.MaxHeaderBytes(16 << 10), DisableGeneralOptionsHandler: true}
-	d.pprof = httpserver.New("profile listener", srv)
+	// Anyone on this machine can reach it: its lines are sampled like the
+	// other listeners' strangers' lines.
+	sampled := logsample.New(20, time.Second, d.metrics.LogLineDropped).Logger(d.log.With().Str("component", "pprof").Logger(), httpserver.EventAmbiguous)
+	d.pprof = httpserver.New("profile listener", srv, httpserver.LogRefused(sampled, "pprof", nil))
 	d.pprof.Serve(ln)
 	d.pprofAddr = ln.Addr()
 	d.log.Warn().Str("component", "daemon").Str("event", "pprof_serving").Str("pprof_addr", ln.Addr().String()).

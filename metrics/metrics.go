@@ -65,7 +65,7 @@ func New(states States, now func() time.Time) *Metrics {
 		reg: prometheus.NewRegistry(),
 		webhookRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "batchhook_webhook_requests_total",
-			Help: "Webhook listener requests by outcome (accepted, duplicate, ignored, unauthorized, invalid, too_large, unsupported, method_not_allowed, error; not_found: a path the listener does not serve).",
+			Help: "Webhook listener requests by outcome (accepted, duplicate, ignored, unauthorized, invalid, too_large, unsupported, method_not_allowed, error; not_found: a path the listener does not serve; ambiguous_framing: both Content-Length and Transfer-Encoding, refused 400 and the connection closed).",
 		}, []string{"outcome"}),
 		webhookAck: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "batchhook_webhook_ack_seconds",

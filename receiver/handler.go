@@ -51,6 +51,10 @@ const (
 	outcomeMethod       = "method_not_allowed"
 	outcomeNotFound     = "not_found"
 	outcomeError        = "error"
+	// outcomeAmbiguous is a request that named both Content-Length and
+	// Transfer-Encoding: net/http answered it 400 and the connection was
+	// closed before any handler ran (internal/httpserver).
+	outcomeAmbiguous = "ambiguous_framing"
 )
 
 // handle times and counts every request; serve does the work.

@@ -205,7 +205,8 @@ func New(opts Options) (*Server, error) {
 		DisableGeneralOptionsHandler: true,
 		ConnContext:                  withConn,
 		ErrorLog:                     sampler.ErrorLog(opts.Logger, "http_server_error"),
-	})
+	}, httpserver.LogRefused(sampler.Logger(opts.Logger, httpserver.EventAmbiguous), "webhook",
+		func() { s.opts.Observer.WebhookHandled(outcomeAmbiguous, 0) }))
 	return s, nil
 }
 

@@ -19,7 +19,7 @@ func TestLimitListenerHoldsConnectionsBeyondTheCap(t *testing.T) {
 	srv := New("test listener", &http.Server{
 		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
 		ReadHeaderTimeout: 10 * time.Second,
-	})
+	}, nil)
 	srv.Serve(LimitListener(ln, 2))
 	defer srv.Shutdown(context.Background())
 	addr := ln.Addr().String()
