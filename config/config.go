@@ -239,6 +239,9 @@ func (c *Config) validate(sinks []SinkRule, set []string) error {
 	if err := c.missingRequired(set); err != nil {
 		return err
 	}
+	if err := c.checkSecrets(); err != nil {
+		return err
+	}
 	adminHost, _, err := net.SplitHostPort(c.AdminAddr)
 	if err != nil {
 		return fmt.Errorf("%s: %q is not host:port: %w", Var("ADMIN_ADDR"), c.AdminAddr, err)

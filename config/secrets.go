@@ -77,8 +77,17 @@ func (c *Config) loadSecrets(e env) error {
 		if _, set := e.lookup(Var(s.Name)); set && len(val) == 0 && s.EmptyFix != "" {
 			return fmt.Errorf("%s: set but empty; %s", Var(s.Name), s.EmptyFix)
 		}
-		if s.Check != nil && len(val) > 0 {
-			if err := s.Check(val); err != nil {
+		v.FieldByName(s.Field).Set(reflect.ValueOf(val))
+	}
+	return nil
+}
+
+// checkSecrets runs each set secret's Check; the error names the variable
+// the value came from (the _FILE one when read from a file).
+func (c *Config) checkSecrets() error {
+	for _, s := range Secrets {
+		if v := s.Value(c); s.Check != nil && len(v) > 0 {
+			if err := s.Check(v); err != nil {
 				name := s.Name
 				if s.File(c) != "" {
 					name += "_FILE"
@@ -86,7 +95,6 @@ func (c *Config) loadSecrets(e env) error {
 				return fmt.Errorf("%s: %w", Var(name), err)
 			}
 		}
-		v.FieldByName(s.Field).Set(reflect.ValueOf(val))
 	}
 	return nil
 }
