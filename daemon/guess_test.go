@@ -145,10 +145,15 @@ func TestGuessingTheAdminTokenIsThrottled(t *testing.T) {
 	if code, _, _ := signIn(t, operator, base, "", guessToken); code != http.StatusSeeOther {
 		t.Fatalf("console sign-in from another address: %d, want 303", code)
 	}
+	if code, _, _ := signIn(t, fromAddr("127.0.0.4"), base, "", "wrong-guess-at-the-form"); code != http.StatusUnauthorized {
+		t.Fatalf("a wrong sign-in from a fresh address: %d, want 401", code)
+	}
 	_, _, metrics := adminGet(t, operator, base, "/metrics", guessToken)
-	want := `batchhook_admin_auth_failures_total{surface="api"} ` + strconv.Itoa(failures)
-	if !strings.Contains(metrics, want) {
-		t.Errorf("metrics lack %q:\n%s", want, grepLines(metrics, "auth_failures"))
+	for _, want := range []string{`batchhook_admin_auth_failures_total{surface="api"} ` + strconv.Itoa(failures),
+		`batchhook_admin_auth_failures_total{surface="console"} 1`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %q:\n%s", want, grepLines(metrics, "auth_failures"))
+		}
 	}
 	if strings.Contains(logs.String(), "wrong-guess") {
 		t.Errorf("a guessed token reached the log")
