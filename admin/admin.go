@@ -191,7 +191,7 @@ func New(o Options) (*Server, error) {
 		o.AuthFailed = func(string) {}
 	}
 	s := &Server{o: o, unauthorizedLog: sampler.Logger(o.Logger, "admin_unauthorized")}
-	s.guard = &guard{lim: authlimit.New(authlimit.Defaults), now: o.Now, failed: o.AuthFailed, log: s.unauthorizedLog}
+	s.guard = &guard{lim: authlimit.New(authlimit.Defaults()), now: o.Now, failed: o.AuthFailed, log: s.unauthorizedLog}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError

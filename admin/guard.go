@@ -15,7 +15,7 @@ import (
 // Guessing the admin token costs time (docs/decisions.md, 39): failed
 // checks of the token, at the API's bearer check and at the console's
 // sign-in alike, go to one limiter, per client address and in total
-// (authlimit.Defaults). Past it the sender gets 429 with Retry-After,
+// (authlimit.Defaults()). Past it the sender gets 429 with Retry-After,
 // whatever it sends, the right token included.
 //
 // The client address is the TCP peer: the admin listener trusts no

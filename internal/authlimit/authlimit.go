@@ -20,7 +20,7 @@ import (
 	"time"
 )
 
-// Limits are a Limiter's settings; Defaults are batchhook's.
+// Limits are a Limiter's settings.
 type Limits struct {
 	// PerAddrBurst failures an address may make at once, then one each
 	// PerAddrEvery.
@@ -37,11 +37,13 @@ type Limits struct {
 	Window time.Duration
 }
 
-// Defaults: five failures from an address, then one every 10 s (six a
-// minute); sixty in total, then one a second. Fifteen minutes of recent
-// failures.
-var Defaults = Limits{PerAddrBurst: 5, PerAddrEvery: 10 * time.Second, TotalBurst: 60, TotalEvery: time.Second,
-	MaxAddrs: 4096, Window: 15 * time.Minute}
+// Defaults returns batchhook's limits: five failures from an address,
+// then one every 10 s (six a minute); sixty in total, then one a second;
+// 4,096 addresses kept; fifteen minutes of recent failures.
+func Defaults() Limits {
+	return Limits{PerAddrBurst: 5, PerAddrEvery: 10 * time.Second, TotalBurst: 60, TotalEvery: time.Second,
+		MaxAddrs: 4096, Window: 15 * time.Minute}
+}
 
 // bucket is a token bucket of failures: tokens is how many more failures
 // it takes at the time at, up to burst; it regains one each every.
@@ -96,7 +98,7 @@ type minute struct {
 
 // New returns a Limiter with limits l; a zero field takes its default.
 func New(l Limits) *Limiter {
-	d := Defaults
+	d := Defaults()
 	if l.PerAddrBurst <= 0 {
 		l.PerAddrBurst = d.PerAddrBurst
 	}

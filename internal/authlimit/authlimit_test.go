@@ -22,7 +22,7 @@ func failUntilHeld(l *Limiter, addr string, now time.Time) int {
 // An address fails its burst at once, then waits one interval for each
 // further failure; its wait says exactly how long.
 func TestAnAddressGetsItsBurstThenOneAnInterval(t *testing.T) {
-	l := New(Defaults)
+	l := New(Defaults())
 	const a = "192.0.2.7:41234"
 	if n := failUntilHeld(l, a, t0); n != 5 {
 		t.Fatalf("%d failures before the address was held, want 5", n)
@@ -63,7 +63,7 @@ func TestAnAddressGetsItsBurstThenOneAnInterval(t *testing.T) {
 // them together reach the total: then every address waits, a fresh one
 // too.
 func TestTheTotalHoldsEveryAddress(t *testing.T) {
-	l := New(Defaults)
+	l := New(Defaults())
 	for i := range 12 {
 		if n := failUntilHeld(l, "198.51.100."+strconv.Itoa(i), t0); n != 5 {
 			t.Fatalf("address %d: %d failures, want 5", i, n)
@@ -84,7 +84,7 @@ func TestTheTotalHoldsEveryAddress(t *testing.T) {
 // Waiting does not cost: an address that only asks (a right token is
 // checked after Wait and counts nothing) is never held.
 func TestWaitAloneCostsNothing(t *testing.T) {
-	l := New(Defaults)
+	l := New(Defaults())
 	for i := range 1000 {
 		if w := l.Wait("192.0.2.1", t0.Add(time.Duration(i)*time.Millisecond)); w != 0 {
 			t.Fatalf("check %d waits %v with no failure", i, w)
@@ -139,7 +139,7 @@ func TestKey(t *testing.T) {
 // Recent counts the failures of the last window by whole minutes, and
 // says when the last came.
 func TestRecentCountsTheWindow(t *testing.T) {
-	l := New(Defaults)
+	l := New(Defaults())
 	if n, last := l.Recent(t0); n != 0 || !last.IsZero() {
 		t.Fatalf("before any failure: %d, %v", n, last)
 	}
@@ -164,7 +164,7 @@ func TestRecentCountsTheWindow(t *testing.T) {
 
 // A clock that steps back neither refills a bucket nor empties it.
 func TestAClockSteppingBack(t *testing.T) {
-	l := New(Defaults)
+	l := New(Defaults())
 	failUntilHeld(l, "192.0.2.1", t0)
 	if w := l.Wait("192.0.2.1", t0.Add(-time.Hour)); w != 10*time.Second {
 		t.Fatalf("wait with the clock an hour back: %v, want 10s", w)
