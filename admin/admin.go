@@ -22,11 +22,13 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
 
+	"github.com/batchhook/batchhook/internal/authlimit"
 	"github.com/batchhook/batchhook/internal/httpserver"
 	"github.com/batchhook/batchhook/internal/logsample"
 	"github.com/batchhook/batchhook/internal/netval"
@@ -112,10 +114,27 @@ type Options struct {
 	// (the rest is read from Store's counters); nil answers 503.
 	Status func() Facts
 	// UI, when set, builds the operator's console, served under /ui/ on
-	// this listener. It is handed this API's own handler, which the
-	// console reads and acts through, and the sampled logger of refused
-	// requests, for its refused sign-ins.
-	UI func(api http.Handler, refused zerolog.Logger) http.Handler
+	// this listener (see UIParts).
+	UI func(UIParts) http.Handler
+	// ConsoleHosts are the names, besides loopback ones, under which the
+	// console answers (Host, without port, any case); see consoleHost.
+	ConsoleHosts []string
+	// AuthFailed counts one failed check of the admin token on surface
+	// (SurfaceAPI, SurfaceConsole); nil counts nothing.
+	AuthFailed func(surface string)
+}
+
+// UIParts is what the admin server hands the console it serves.
+type UIParts struct {
+	// API is this API's own handler, which the console reads and acts
+	// through, in process.
+	API http.Handler
+	// Refused is the listener's sampled logger of refused requests, for
+	// the console's refused sign-ins.
+	Refused zerolog.Logger
+	// Guard is the limiter of failed token checks the API's bearer check
+	// shares: the console's sign-in goes through it.
+	Guard Guard
 }
 
 // The reasons of a 401, in {"error":…}: no bearer token came, or one came
@@ -123,6 +142,9 @@ type Options struct {
 const (
 	ReasonTokenMissing  = "token_missing"
 	ReasonTokenMismatch = "token_mismatch"
+	// ReasonThrottled is the reason of a 429: too many wrong tokens came
+	// from this address or in total (guard.go); the token was not checked.
+	ReasonThrottled = "too_many_wrong_tokens"
 )
 
 // APIHeader is set, to APIName, on every reply of the admin API, errors
@@ -145,6 +167,12 @@ type Server struct {
 	// unauthorizedLog is sampled: anyone who reaches the listener can
 	// cause its lines.
 	unauthorizedLog zerolog.Logger
+	// guard limits failed token checks (guard.go).
+	guard *guard
+	// nonLoopback is set by Serve when the listener is bound to anything
+	// but a loopback address; until then the console takes the stricter
+	// rule of a loopback listener.
+	nonLoopback atomic.Bool
 }
 
 // New builds the server; Serve starts it.
@@ -159,7 +187,11 @@ func New(o Options) (*Server, error) {
 		o.BackupStall = defaultBackupStall
 	}
 	sampler := logsample.New(strangerBurst, time.Second, o.LogDropped)
+	if o.AuthFailed == nil {
+		o.AuthFailed = func(string) {}
+	}
 	s := &Server{o: o, unauthorizedLog: sampler.Logger(o.Logger, "admin_unauthorized")}
+	s.guard = &guard{lim: authlimit.New(authlimit.Defaults()), now: o.Now, failed: o.AuthFailed, log: s.unauthorizedLog}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
@@ -199,7 +231,8 @@ func New(o Options) (*Server, error) {
 	if o.UI != nil {
 		// The console checks its own session on every path; the API's
 		// token middleware does not apply.
-		ui := echo.WrapHandler(o.UI(e, s.unauthorizedLog))
+		ui := echo.WrapHandler(s.consoleHost(o.UI(UIParts{API: markInProcess(e), Refused: s.unauthorizedLog,
+			Guard: Guard{g: s.guard, surface: SurfaceConsole}})))
 		e.Any("/ui", ui)
 		e.Any("/ui/*", ui)
 	}
@@ -217,7 +250,11 @@ func (s *Server) Handler() http.Handler { return s.echo }
 
 // Serve serves on ln in the background until Shutdown. The caller binds ln
 // (so "address in use" surfaces where it binds).
-func (s *Server) Serve(ln net.Listener) { s.srv.Serve(ln) }
+func (s *Server) Serve(ln net.Listener) {
+	tcp, ok := ln.Addr().(*net.TCPAddr)
+	s.nonLoopback.Store(!ok || !tcp.IP.IsLoopback())
+	s.srv.Serve(ln)
+}
 
 // Shutdown stops accepting, waits for in-flight requests until ctx ends,
 // then closes what remains. It is safe to call more than once.
@@ -228,7 +265,9 @@ func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx
 // token the listener is loopback (config refuses anything else), and the
 // request's Host must be a loopback name or address too: otherwise a web
 // page a browser on this machine opens could reach the API through DNS
-// rebinding, under its own name, and read the answers.
+// rebinding, under its own name, and read the answers. With a token, a
+// sender past the limit of wrong tokens gets 429 before its token is
+// looked at, and a wrong token counts towards the limit (guard.go).
 func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		token := s.o.Token()
@@ -238,10 +277,18 @@ func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			return next(c)
 		}
+		api := Guard{g: s.guard, surface: SurfaceAPI}
+		if wait := api.Admit(c.Request()); wait > 0 {
+			SetRetryAfter(c.Response().Header(), wait)
+			return fail(c, http.StatusTooManyRequests, ReasonThrottled)
+		}
 		got, sent := bearerDigest(c.Request().Header.Get("Authorization"))
 		token = tokenDigest(token) // both sides 32 bytes: the compare cannot leak the length
 		if sent && subtle.ConstantTimeCompare([]byte(got), token) == 1 {
 			return next(c)
+		}
+		if sent {
+			api.Failed(c.Request()) // no token at all is no guess: a client not set up, not counted
 		}
 		// Which of the two tells the caller only what it sent, and says
 		// what to fix: a client without the token, or one whose token

@@ -233,6 +233,9 @@ func (s *Server) status(c echo.Context) error {
 	s.statusQueue(&v, now, &unreadable)
 	s.statusSinks(&v, f, now, &unreadable)
 	v.Warnings = warnings(&v, f, now, unreadable)
+	if w := s.guard.guessingWarning(now); w != "" {
+		v.Warnings = append(v.Warnings, w)
+	}
 	return c.JSON(http.StatusOK, v)
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -45,6 +46,8 @@ type apiError struct {
 	reason    string
 	body      []byte
 	tokenSent bool
+	// retryAfter is the reply's Retry-After, as sent ("" when none).
+	retryAfter string
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("admin API: HTTP %d: %s", e.status, e.reason) }
@@ -98,7 +101,8 @@ func (c *adminClient) replyError(method, path string, resp *http.Response, reply
 	if e.Error == "" {
 		e.Error = http.StatusText(resp.StatusCode)
 	}
-	return &apiError{status: resp.StatusCode, reason: e.Error, body: reply, tokenSent: len(c.token) > 0}
+	return &apiError{status: resp.StatusCode, reason: e.Error, body: reply, tokenSent: len(c.token) > 0,
+		retryAfter: resp.Header.Get("Retry-After")}
 }
 
 // notAdminError is a 404 from something that is not batchhook's admin API.
@@ -134,6 +138,14 @@ func explain(err error) error {
 		switch ae.status {
 		case http.StatusUnauthorized:
 			return fmt.Errorf("%w (%s)", err, tokenAdvice(ae))
+		case http.StatusTooManyRequests:
+			when := ""
+			if n, perr := strconv.Atoi(ae.retryAfter); perr == nil && n > 0 {
+				when = fmt.Sprintf("; try again in %d s", n)
+			}
+			return fmt.Errorf("%w (too many wrong admin tokens came from this address, or from everywhere: the admin API checks "+
+				"no token until the wait is over%s. If this machine sent them, check BATCHHOOK_ADMIN_TOKEN or BATCHHOOK_ADMIN_TOKEN_FILE "+
+				"of every client here)", err, when)
 		case http.StatusNotFound:
 			return fmt.Errorf("%w (no such batch or entry)", err)
 		case http.StatusConflict:

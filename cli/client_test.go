@@ -33,8 +33,8 @@ func listeners(t *testing.T, token string) (adminURL, webhookURL string) {
 // CLI must say that --admin is not the admin API, not that the batch is
 // missing.
 func TestCLIPointedAtTheWebhookListener(t *testing.T) {
-	adminURL, webhookURL := listeners(t, "admin-tok")
-	t.Setenv("BATCHHOOK_ADMIN_TOKEN", "admin-tok")
+	adminURL, webhookURL := listeners(t, "cli-test-admin-token")
+	t.Setenv("BATCHHOOK_ADMIN_TOKEN", "cli-test-admin-token")
 
 	_, errOut, code := runIn(t, batchesCmd, "show", "b_x", "--admin", webhookURL)
 	want := webhookURL + " does not look like batchhook's admin API (GET /admin/batches/b_x answered 404 without the admin API's Batchhook-Api header)"

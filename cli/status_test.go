@@ -24,14 +24,14 @@ func statusAdmin(t *testing.T, token string, ready func() error, facts admin.Fac
 func TestStatusExitCodesAndScreen(t *testing.T) {
 	facts := admin.Facts{Build: admin.BuildView{Version: "v9", Commit: "0123456789abcdef", Go: "go1.x"}, StartedAt: time.Now().Add(-time.Hour),
 		LastAccepted: []admin.ProductTime{{Product: "batch", At: time.Now().Add(-2 * time.Minute)}}, Sinks: []string{"http"}}
-	base := statusAdmin(t, "tok", func() error { return nil }, facts)
+	base := statusAdmin(t, "cli-status-admin-token", func() error { return nil }, facts)
 
 	t.Setenv("BATCHHOOK_ADMIN_TOKEN", "wrong")
 	out, errOut, code := runIn(t, statusCmd, "--admin", base)
 	if code != 1 || !strings.Contains(errOut, "HTTP 401") || !strings.Contains(errOut, "BATCHHOOK_ADMIN_TOKEN") || out != "" {
 		t.Fatalf("a refused token = %d %q %q; want 1 naming the token variables", code, out, errOut)
 	}
-	t.Setenv("BATCHHOOK_ADMIN_TOKEN", "tok")
+	t.Setenv("BATCHHOOK_ADMIN_TOKEN", "cli-status-admin-token")
 	out, errOut, code = runIn(t, statusCmd, "--admin", base)
 	if code != 0 || !regexpLine(out, `^ready\s+yes$`) || !regexpLine(out, `^build\s+v9, commit 0123456789ab, go1.x$`) ||
 		!regexpLine(out, `^last batch webhook\s+\S+ \(2m ago\)$`) || !regexpLine(out, `^http\s+0\s+0\s+-$`) || !strings.Contains(out, "no warnings") {
@@ -41,7 +41,7 @@ func TestStatusExitCodesAndScreen(t *testing.T) {
 		t.Fatalf("an extra argument: exit %d, want 2", code)
 	}
 
-	notReady := statusAdmin(t, "tok", func() error { return errors.New("webhook listener not serving") }, facts)
+	notReady := statusAdmin(t, "cli-status-admin-token", func() error { return errors.New("webhook listener not serving") }, facts)
 	out, errOut, code = runIn(t, statusCmd, "--admin", notReady)
 	if code != 1 || !regexpLine(out, `^ready\s+NO: webhook listener not serving$`) {
 		t.Fatalf("not ready = %d\n%s%s", code, out, errOut)
@@ -53,14 +53,14 @@ func TestStatusExitCodesAndScreen(t *testing.T) {
 // since start with the age of the last, exits 1 on a recent 401 with the
 // warning that names the secret, and says when file is the only sink.
 func TestStatusScreenNamesTheDaemonAndRefusals(t *testing.T) {
-	t.Setenv("BATCHHOOK_ADMIN_TOKEN", "tok")
+	t.Setenv("BATCHHOOK_ADMIN_TOKEN", "cli-status-admin-token")
 	now := time.Now()
 	facts := admin.Facts{Build: admin.BuildView{Version: "v9", Commit: "c", Go: "go1.x"}, StartedAt: now.Add(-time.Hour),
 		LastAccepted: []admin.ProductTime{{Product: "batch"}},
 		ListenAddr:   "127.0.0.1:8080", AdminAddr: "127.0.0.1:9090", DataDir: "/var/lib/batchhook",
 		NotFoundRequests: 12, LastNotFound: now.Add(-2 * time.Hour),
 		Unauthorized: 4, LastUnauthorized: now.Add(-2*time.Minute - 5*time.Second)}
-	out, errOut, code := runIn(t, statusCmd, "--admin", statusAdmin(t, "tok", func() error { return nil }, facts))
+	out, errOut, code := runIn(t, statusCmd, "--admin", statusAdmin(t, "cli-status-admin-token", func() error { return nil }, facts))
 	for _, re := range []string{`^webhook listener\s+127\.0\.0\.1:8080$`, `^admin listener\s+127\.0\.0\.1:9090$`, `^data dir\s+/var/lib/batchhook$`,
 		`^unknown paths\s+12 requests since start, last 2h ago$`, `^refused \(401\)\s+4 since start, last 2m ago$`,
 		`^sinks\s+file only \(exports on disk; no delivery queue\)$`,
@@ -77,7 +77,7 @@ func TestStatusScreenNamesTheDaemonAndRefusals(t *testing.T) {
 	}
 
 	facts.Unauthorized, facts.LastUnauthorized, facts.Sinks = 0, time.Time{}, []string{"http"}
-	out, errOut, code = runIn(t, statusCmd, "--admin", statusAdmin(t, "tok", func() error { return nil }, facts))
+	out, errOut, code = runIn(t, statusCmd, "--admin", statusAdmin(t, "cli-status-admin-token", func() error { return nil }, facts))
 	if code != 0 || !regexpLine(out, `^refused \(401\)\s+0 since start$`) || regexpLine(out, `^sinks\s`) || !regexpLine(out, `^http\s+0\s+0\s+-$`) {
 		t.Fatalf("no 401, an http sink: exit %d, want 0 with no sinks line and the table\n%s%s", code, out, errOut)
 	}

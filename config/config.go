@@ -55,6 +55,9 @@ type Config struct {
 	Console bool `default:"true"`
 	// ConsoleSession bounds a console session's life from its sign-in.
 	ConsoleSession time.Duration `split_words:"true" default:"8h"`
+	// ConsoleHosts: comma names, besides loopback ones, under which the
+	// console answers (consolehosts.go); read with ConsoleHostNames.
+	ConsoleHosts string `split_words:"true"`
 
 	APIBaseURL   string `split_words:"true"`
 	DataDir      string `split_words:"true" default:"./data"`
@@ -236,6 +239,9 @@ func (c *Config) validate(sinks []SinkRule, set []string) error {
 	if err := c.missingRequired(set); err != nil {
 		return err
 	}
+	if err := c.checkSecrets(); err != nil {
+		return err
+	}
 	adminHost, _, err := net.SplitHostPort(c.AdminAddr)
 	if err != nil {
 		return fmt.Errorf("%s: %q is not host:port: %w", Var("ADMIN_ADDR"), c.AdminAddr, err)
@@ -292,6 +298,9 @@ func (c *Config) validate(sinks []SinkRule, set []string) error {
 		}
 	}
 	if _, err := c.TrustedProxyNets(); err != nil {
+		return err
+	}
+	if _, err := c.ConsoleHostNames(); err != nil {
 		return err
 	}
 	if err := c.validatePayments(); err != nil {

@@ -31,7 +31,7 @@ var shortNames = []string{
 	"FETCH_TIMEOUT", "BACKOFF_BASE", "BACKOFF_MAX", "NOT_FOUND_GRACE",
 	"EXPORT_RETENTION", "RECORD_RETENTION", "PURGE_INTERVAL",
 	"MAX_BODY_BYTES", "MAX_PAGE_BYTES", "LOG_LEVEL", "LOG_FORMAT",
-	"ADMIN_ADDR", "ADMIN_TOKEN", "ADMIN_TOKEN_FILE", "CONSOLE", "CONSOLE_SESSION",
+	"ADMIN_ADDR", "ADMIN_TOKEN", "ADMIN_TOKEN_FILE", "CONSOLE", "CONSOLE_SESSION", "CONSOLE_HOSTS",
 	"SUBMIT_PER_MINUTE", "MAX_IN_FLIGHT", "RECONCILE_AFTER", "STATUS_FIELD",
 	"MAX_SUBMISSION_BYTES", "RESUBMIT_FIELD", "RESUBMIT_VALUES", "ITEM_CPF_FIELD",
 	"REPAIR_PERMISSIONS",
@@ -145,7 +145,7 @@ func TestLoadReadsEveryVariableUnderItsPrefixedName(t *testing.T) {
 		{"LOG_LEVEL", "debug", "LogLevel", "debug"},
 		{"LOG_FORMAT", "console", "LogFormat", "console"},
 		{"ADMIN_ADDR", "127.0.0.2:9191", "AdminAddr", "127.0.0.2:9191"},
-		{"ADMIN_TOKEN", "tok en", "AdminToken", config.Secret("tok en")},
+		{"ADMIN_TOKEN", "tok en of 16 chars", "AdminToken", config.Secret("tok en of 16 chars")},
 		{"MAX_CONNECTIONS", "20000", "MaxConnections", 20000},
 		{"CONSOLE", "false", "Console", false},
 		{"CONSOLE_SESSION", "30m", "ConsoleSession", 30 * time.Minute},
@@ -209,7 +209,7 @@ func TestLoadIgnoresUnprefixedVariables(t *testing.T) {
 		"RETENTION": "-1h", "FETCH_TIMEOUT": "zzz", "BACKOFF_BASE": "0", "BACKOFF_MAX": "1ns",
 		"NOT_FOUND_GRACE": "-1h", "EXPORT_RETENTION": "-1h", "RECORD_RETENTION": "-2h", "PURGE_INTERVAL": "0s",
 		"MAX_BODY_BYTES": "1", "MAX_PAGE_BYTES": "1", "LOG_LEVEL": "loud", "LOG_FORMAT": "xml",
-		"ADMIN_ADDR": "nope", "ADMIN_TOKEN": "", "ADMIN_TOKEN_FILE": "/nonexistent/token", "CONSOLE": "maybe", "CONSOLE_SESSION": "0s",
+		"ADMIN_ADDR": "nope", "ADMIN_TOKEN": "", "ADMIN_TOKEN_FILE": "/nonexistent/token", "CONSOLE": "maybe", "CONSOLE_SESSION": "0s", "CONSOLE_HOSTS": "http://x/",
 		"SUBMIT_PER_MINUTE": "0", "MAX_IN_FLIGHT": "-1", "RECONCILE_AFTER": "0s", "STATUS_FIELD": "unprefixed",
 		"MAX_SUBMISSION_BYTES": "1", "RESUBMIT_FIELD": "unprefixed", "RESUBMIT_VALUES": ",", "ITEM_CPF_FIELD": "unprefixed",
 		"REPAIR_PERMISSIONS": "true",
@@ -429,6 +429,10 @@ func TestLoadErrorsNameTheVariable(t *testing.T) {
 		{"console session too short", map[string]string{"CONSOLE_SESSION": "10s"}, "BATCHHOOK_CONSOLE_SESSION"},
 		{"console session too long", map[string]string{"CONSOLE_SESSION": "200h"}, "BATCHHOOK_CONSOLE_SESSION"},
 		{"console not a bool", map[string]string{"CONSOLE": "maybe"}, "BATCHHOOK_CONSOLE"},
+		{"console host with a scheme", map[string]string{"CONSOLE_HOSTS": "https://ops.example.org"}, "BATCHHOOK_CONSOLE_HOSTS"},
+		{"console host with a port", map[string]string{"CONSOLE_HOSTS": "ops.example.org:8443"}, "BATCHHOOK_CONSOLE_HOSTS"},
+		{"console host wildcard", map[string]string{"CONSOLE_HOSTS": "*.example.org"}, "BATCHHOOK_CONSOLE_HOSTS"},
+		{"admin token short", map[string]string{"ADMIN_TOKEN": "fifteen-chars-x"}, "BATCHHOOK_ADMIN_TOKEN"},
 		{"memory limit unit", map[string]string{"MEMORY_LIMIT": "256M"}, "BATCHHOOK_MEMORY_LIMIT"},
 		{"memory limit small", map[string]string{"MEMORY_LIMIT": "16MiB"}, "BATCHHOOK_MEMORY_LIMIT"},
 		{"memory limit negative", map[string]string{"MEMORY_LIMIT": "-1GiB"}, "BATCHHOOK_MEMORY_LIMIT"},
@@ -620,11 +624,11 @@ func TestAdminTokenRules(t *testing.T) {
 		t.Fatalf("empty admin token: %v, want an error naming BATCHHOOK_ADMIN_TOKEN", err)
 	}
 	file := filepath.Join(t.TempDir(), "token")
-	os.WriteFile(file, []byte("file-token\r\n"), 0o600)
+	os.WriteFile(file, []byte("file-token-0123456789\r\n"), 0o600)
 	os.Unsetenv("BATCHHOOK_ADMIN_TOKEN")
 	t.Setenv("BATCHHOOK_ADMIN_TOKEN_FILE", file)
 	c, err := config.Load(config.TestSinks)
-	if err != nil || string(c.AdminToken) != "file-token" {
+	if err != nil || string(c.AdminToken) != "file-token-0123456789" {
 		t.Fatalf("token from file = %q, %v", c.AdminToken, err)
 	}
 }
@@ -635,7 +639,7 @@ func TestAdminOffLoopbackNeedsAToken(t *testing.T) {
 	if _, err := config.Load(config.TestSinks); err == nil || !strings.Contains(err.Error(), "BATCHHOOK_ADMIN_TOKEN") {
 		t.Fatalf("admin on 0.0.0.0 without a token: %v, want an error naming BATCHHOOK_ADMIN_TOKEN", err)
 	}
-	t.Setenv("BATCHHOOK_ADMIN_TOKEN", "t")
+	t.Setenv("BATCHHOOK_ADMIN_TOKEN", "t0ken-of-16-char")
 	if _, err := config.Load(config.TestSinks); err != nil {
 		t.Fatalf("admin on 0.0.0.0 with a token: %v", err)
 	}

@@ -65,7 +65,7 @@ func TestRequiredErrorHintsOnlyAtACloseName(t *testing.T) {
 	cleanEnv(t)
 	t.Setenv("BATCHHOOK_API_KEY", reqKey)
 	t.Setenv("BATCHHOOK_API_BASE_URL", reqURL)
-	t.Setenv("BATCHHOOK_ADMIN_TOKEN", "t0ken-value")
+	t.Setenv("BATCHHOOK_ADMIN_TOKEN", "t0ken-value-of-16-chars")
 	t.Setenv("SECRET", "x")
 	_, err := config.Load(config.TestSinks)
 	if err == nil || strings.Contains(err.Error(), "did you mean") {

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"reflect"
+	"unicode/utf8"
 )
 
 // SecretVar is one secret the daemon reads: BATCHHOOK_<Name>, or the file
@@ -32,6 +33,10 @@ type SecretVar struct {
 	// Key turns the secret into the value the daemon uses (the http sink's
 	// whsec_ secret into its HMAC key); nil uses it as read.
 	Key func(Secret) (Secret, error)
+	// Check, when set, refuses a value that is set but too weak, at start
+	// and on reload; its error says what is wrong and how to make a good
+	// one, never the value.
+	Check func(Secret) error
 }
 
 // Secrets are the daemon's secrets, in the order Load reads them and the
@@ -40,7 +45,7 @@ var Secrets = []SecretVar{
 	{Name: "SIGNING_SECRET", Field: "SigningSecret", Required: true, Reload: true},
 	{Name: "API_KEY", Field: "APIKey", Required: true, Reload: true},
 	{Name: "ADMIN_TOKEN", Field: "AdminToken", Reload: true,
-		EmptyFix: "unset it to run the admin API without a token"},
+		EmptyFix: "unset it to run the admin API without a token", Check: CheckAdminToken},
 	{Name: "HTTP_SINK_SECRET", Field: "HTTPSinkSecret", Reload: true, Sink: "http", Key: DecodeSinkSecret},
 	// Unset, payments are off; set but empty is refused (DECISIONS 29): an
 	// empty HMAC key would accept anyone who knows it is empty.
@@ -77,6 +82,23 @@ func (c *Config) loadSecrets(e env) error {
 	return nil
 }
 
+// checkSecrets runs each set secret's Check; the error names the variable
+// the value came from (the _FILE one when read from a file).
+func (c *Config) checkSecrets() error {
+	for _, s := range Secrets {
+		if v := s.Value(c); s.Check != nil && len(v) > 0 {
+			if err := s.Check(v); err != nil {
+				name := s.Name
+				if s.File(c) != "" {
+					name += "_FILE"
+				}
+				return fmt.Errorf("%s: %w", Var(name), err)
+			}
+		}
+	}
+	return nil
+}
+
 // secretVar returns the entry of Secrets named short, if any.
 func secretVar(short string) (SecretVar, bool) {
 	for _, s := range Secrets {
@@ -85,4 +107,19 @@ func secretVar(short string) (SecretVar, bool) {
 		}
 	}
 	return SecretVar{}, false
+}
+
+// MinAdminToken is the fewest characters an admin token may have: the
+// limit on wrong tokens slows a guesser, it cannot save a token short
+// enough to be guessed anyway.
+const MinAdminToken = 16
+
+// CheckAdminToken refuses an admin token shorter than MinAdminToken
+// characters, saying how to make one.
+func CheckAdminToken(s Secret) error {
+	if n := utf8.RuneCount(s); n < MinAdminToken {
+		return fmt.Errorf("the admin token has %d characters, fewer than %d: make a random one, "+
+			"e.g. `openssl rand -hex 32` or `head -c 32 /dev/urandom | base64`", n, MinAdminToken)
+	}
+	return nil
 }

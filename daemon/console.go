@@ -3,8 +3,7 @@ package daemon
 import (
 	"net/http"
 
-	"github.com/rs/zerolog"
-
+	"github.com/batchhook/batchhook/admin"
 	"github.com/batchhook/batchhook/admin/console"
 )
 
@@ -16,7 +15,7 @@ type consoleUI struct {
 	c   *console.Console
 	err error
 	// build is admin.Options.UI; nil when BATCHHOOK_CONSOLE is false.
-	build func(api http.Handler, refused zerolog.Logger) http.Handler
+	build func(admin.UIParts) http.Handler
 }
 
 func (d *Daemon) console() *consoleUI {
@@ -27,11 +26,11 @@ func (d *Daemon) console() *consoleUI {
 	return u
 }
 
-func (u *consoleUI) make(api http.Handler, refused zerolog.Logger) http.Handler {
+func (u *consoleUI) make(p admin.UIParts) http.Handler {
 	d := u.d
 	m := d.metrics
 	u.c, u.err = console.New(console.Options{
-		API: api, Token: d.secrets.current("ADMIN_TOKEN"), Refused: refused,
+		API: p.API, Token: d.secrets.current("ADMIN_TOKEN"), Refused: p.Refused, Guard: p.Guard,
 		Logger: d.log.With().Str("component", "console").Logger(), SessionTTL: d.cfg.ConsoleSession,
 		Totals: func() console.Totals {
 			return console.Totals{

@@ -252,12 +252,17 @@ func (d *Daemon) Start(ln net.Listener) (err error) {
 		return err
 	}
 	ui := d.console()
+	consoleHosts, err := cfg.ConsoleHostNames()
+	if err != nil {
+		return err
+	}
 	d.admin, err = admin.New(admin.Options{
 		Store: d.store, Token: d.secrets.current("ADMIN_TOKEN"), Metrics: d.metrics.Handler(),
 		Submissions: svc, SubmitWait: sub.Wait, Erasures: eraser, MaxSubmissionBytes: cfg.MaxSubmissionBytes, Retention: cfg.Retention,
 		Ready: d.ready, Warnings: d.warnings, Logger: d.log.With().Str("component", "admin").Logger(),
 		LogDropped: d.metrics.LogLineDropped, Payments: d.store, PaymentsEnabled: cfg.PaymentsEnabled(),
-		Rejected: d.store, Status: d.statusFacts, UI: ui.build,
+		Rejected: d.store, Status: d.statusFacts, UI: ui.build, ConsoleHosts: consoleHosts,
+		AuthFailed: d.metrics.AdminAuthFailed,
 	})
 	if err != nil {
 		return err

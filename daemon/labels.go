@@ -29,5 +29,6 @@ func metricLabels() metrics.Labels {
 		FinishedStates:     []string{string(store.StateExported), string(store.StateAbandoned)},
 		SubmissionOutcomes: outcomes,
 		DroppedLogEvents:   slices.Compact(dropped),
+		AuthSurfaces:       admin.Surfaces,
 	}
 }

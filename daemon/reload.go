@@ -35,6 +35,9 @@ func (d *Daemon) Reload() error {
 			continue
 		}
 		next, mode, err := config.ReadSecretFileMode(file)
+		if err == nil && s.Check != nil {
+			err = s.Check(next) // a weak value is refused as at start
+		}
 		if err == nil && s.Key != nil {
 			next, err = s.Key(next) // the value the daemon uses (the http sink's decoded key)
 		}

@@ -21,7 +21,7 @@ import (
 	"github.com/batchhook/batchhook/lookupsim"
 )
 
-const adminToken = "admin-token-e2e"
+const adminToken = "admin-token-of-the-e2e-tests"
 
 // cli runs the binary with args against the daemon's admin API.
 func cli(t *testing.T, d *daemonProc, token string, args ...string) (string, string, int) {

@@ -9,6 +9,7 @@ type Labels struct {
 	FinishedStates     []string // batchhook_batches_finished_total{state}
 	SubmissionOutcomes []string // batchhook_submissions_total{outcome}
 	DroppedLogEvents   []string // batchhook_log_lines_dropped_total{event}
+	AuthSurfaces       []string // batchhook_admin_auth_failures_total{surface}
 }
 
 // Init starts every series of l, and both results of
@@ -29,6 +30,9 @@ func (m *Metrics) Init(l Labels) {
 	}
 	for _, v := range l.DroppedLogEvents {
 		m.logLinesDropped.WithLabelValues(v)
+	}
+	for _, v := range l.AuthSurfaces {
+		m.authFailures.WithLabelValues(v)
 	}
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("failed")

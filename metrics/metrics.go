@@ -46,6 +46,7 @@ type Metrics struct {
 	logLinesDropped *prometheus.CounterVec
 	sinkDeliveries  *prometheus.CounterVec
 	purged          *prometheus.CounterVec
+	authFailures    *prometheus.CounterVec
 	collector       *stateCollector
 	now             func() time.Time
 	last            *lastAccepted
@@ -112,6 +113,10 @@ func New(states States, now func() time.Time) *Metrics {
 			Name: "batchhook_purged_total",
 			Help: "Personal data deleted by the purger, by kind (export, record, quarantine, audit, chunk_cpfs, payment_body, payment_day_file).",
 		}, []string{"kind"}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "batchhook_admin_auth_failures_total",
+			Help: "Wrong admin tokens by surface (api: the bearer check; console: the sign-in); a rise is someone guessing.",
+		}, []string{"surface"}),
 		collector:    &stateCollector{states: states, now: now},
 		now:          now,
 		last:         &lastAccepted{start: now()},
@@ -127,7 +132,7 @@ func New(states States, now func() time.Time) *Metrics {
 		m.quarantinedTotal.WithLabelValues(p) // the series exist at 0 for the alert's increase()
 	}
 	m.reg.MustRegister(m.webhookRequests, m.webhookAck, m.fetchPages, m.fetchErrors, m.exportItems,
-		m.batchesFinished, m.reloads, m.submissions, m.reconciled, m.logLinesDropped, m.sinkDeliveries, m.purged, m.quarantinedTotal, m.collector,
+		m.batchesFinished, m.reloads, m.submissions, m.reconciled, m.logLinesDropped, m.sinkDeliveries, m.purged, m.quarantinedTotal, m.authFailures, m.collector,
 		lastAcceptedCollector{m.last}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -250,6 +255,9 @@ func (m *Metrics) SubmissionAttempt(outcome string) { m.submissions.WithLabelVal
 
 // LogLineDropped counts one sampled-out log line of event.
 func (m *Metrics) LogLineDropped(event string) { m.logLinesDropped.WithLabelValues(event).Inc() }
+
+// AdminAuthFailed counts one wrong admin token on surface.
+func (m *Metrics) AdminAuthFailed(surface string) { m.authFailures.WithLabelValues(surface).Inc() }
 
 // Reconciled counts a batch queued by a poll.
 func (m *Metrics) Reconciled() { m.reconciled.Inc() }

@@ -55,7 +55,26 @@ type Options struct {
 	// SampleEvery is how often the charts' counters are sampled; 0 = 15s.
 	SampleEvery time.Duration
 	Now         func() time.Time
+	// Guard limits wrong tokens at the sign-in; pass the admin server's
+	// (admin.UIParts.Guard), which its bearer check shares. nil limits
+	// nothing.
+	Guard Guard
 }
+
+// Guard is the limiter of failed token checks (admin.Guard).
+type Guard interface {
+	// Admit returns 0 when r's sender may have its token checked now,
+	// otherwise how long it must wait.
+	Admit(r *http.Request) time.Duration
+	// Failed counts a wrong token from r's sender.
+	Failed(r *http.Request)
+}
+
+// noGuard admits everyone.
+type noGuard struct{}
+
+func (noGuard) Admit(*http.Request) time.Duration { return 0 }
+func (noGuard) Failed(*http.Request)              {}
 
 // Console serves the pages; it is an http.Handler for the paths under
 // /ui/.
@@ -89,6 +108,9 @@ func New(o Options) (*Console, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Guard == nil {
+		o.Guard = noGuard{}
 	}
 	pages, err := parsePages()
 	if err != nil {

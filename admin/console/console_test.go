@@ -76,11 +76,12 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // testConsole serves a console over fakeAPI on loopback; token is what
 // the daemon's token is (swap it to rotate), now its clock.
 type testConsole struct {
-	srv   *httptest.Server
-	api   *fakeAPI
-	token atomic.Pointer[string]
-	now   atomic.Pointer[time.Time]
-	logs  *testutil.SyncBuffer
+	srv     *httptest.Server
+	api     *fakeAPI
+	console *Console
+	token   atomic.Pointer[string]
+	now     atomic.Pointer[time.Time]
+	logs    *testutil.SyncBuffer
 }
 
 func newTestConsole(t *testing.T, token string) *testConsole {
@@ -95,6 +96,7 @@ func newTestConsole(t *testing.T, token string) *testConsole {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tc.console = c
 	tc.srv = httptest.NewServer(c)
 	t.Cleanup(tc.srv.Close)
 	return tc

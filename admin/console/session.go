@@ -71,37 +71,67 @@ func (s *sessions) start(token []byte, now time.Time, ttl time.Duration) (string
 	return id, ss
 }
 
-// get returns the live session of r's cookie, or nil: none, unknown,
-// expired, or signed in with a token that is no longer the daemon's.
-func (s *sessions) get(r *http.Request, token []byte, now time.Time) *session {
-	ck, err := r.Cookie(cookieName)
-	if err != nil || ck.Value == "" {
-		return nil
+// maxCookies bounds how many cookies of the session's name a request may
+// have looked up: a browser holds one of its own, and a few more tossed by
+// other pages of the same host.
+const maxCookies = 8
+
+// keys returns the map keys of the values of every cookie of the
+// session's name that r carries (the first maxCookies).
+//
+// Every one, not only the first: cookies are not isolated by port, so a
+// page on another port of the same host can set a cookie of this name,
+// and with a longer Path (/ui/batches) the browser sends it before the
+// console's own. Read first-only, such a cookie would sign the operator
+// out of those pages; read all, a tossed value is simply one that names
+// no session.
+func keys(r *http.Request) [][32]byte {
+	var out [][32]byte
+	for _, ck := range r.CookiesNamed(cookieName) {
+		if ck.Value == "" {
+			continue
+		}
+		if len(out) == maxCookies {
+			break
+		}
+		out = append(out, sha256.Sum256([]byte(ck.Value)))
 	}
-	key := sha256.Sum256([]byte(ck.Value))
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ss := s.byID[key]
-	if ss == nil {
+	return out
+}
+
+// get returns the live session among r's cookies, or nil: none, unknown,
+// expired, or signed in with a token that is no longer the daemon's.
+// A cookie that names no live session is ignored, never trusted.
+func (s *sessions) get(r *http.Request, token []byte, now time.Time) *session {
+	ks := keys(r)
+	if len(ks) == 0 {
 		return nil
 	}
 	sum := sha256.Sum256(token)
-	if !now.Before(ss.expires) || len(token) == 0 || subtle.ConstantTimeCompare(sum[:], ss.tokenSum[:]) != 1 {
-		delete(s.byID, key)
-		return nil
-	}
-	return ss
-}
-
-// end removes the session of r's cookie, if any.
-func (s *sessions) end(r *http.Request) {
-	ck, err := r.Cookie(cookieName)
-	if err != nil {
-		return
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.byID, sha256.Sum256([]byte(ck.Value)))
+	for _, key := range ks {
+		ss := s.byID[key]
+		if ss == nil {
+			continue
+		}
+		if !now.Before(ss.expires) || len(token) == 0 || subtle.ConstantTimeCompare(sum[:], ss.tokenSum[:]) != 1 {
+			delete(s.byID, key)
+			continue
+		}
+		return ss
+	}
+	return nil
+}
+
+// end removes every session r's cookies name.
+func (s *sessions) end(r *http.Request) {
+	ks := keys(r)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, key := range ks {
+		delete(s.byID, key)
+	}
 }
 
 // count says how many sessions are kept, for tests.

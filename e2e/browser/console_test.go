@@ -190,6 +190,7 @@ func TestConsole(t *testing.T) {
 		{"FormWithoutCSRFRefused", formWithoutCSRF},
 		{"MarkupInAnIDIsInert", markupIsInert},
 		{"RedeliverAFailedDelivery", redeliver},
+		{"ACookieFromAnotherPortIsIgnored", cookieFromAnotherPort},
 		{"SignOutEndsTheSession", signOut},
 		{"TokenRotationEndsTheSession", tokenRotation},
 	}

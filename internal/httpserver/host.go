@@ -37,6 +37,33 @@ func RequireLoopbackHost(next http.Handler) http.Handler {
 	})
 }
 
+// HostAllowed reports whether a request's Host may reach a page that a
+// DNS-rebinding page must not (a sign-in form): on a listener bound to
+// loopback, a loopback name or address (LoopbackHost) or one of names;
+// on any other listener, any Host while names is empty (the operator
+// reaches it by whatever name the network gives it), else a loopback
+// name, an IP address or one of names. A rebinding page's Host is always
+// its own DNS name, never an address. names are lower case, without port
+// or trailing dot.
+func HostAllowed(host string, loopbackListener bool, names []string) bool {
+	if LoopbackHost(host) {
+		return true
+	}
+	if !loopbackListener && len(names) == 0 {
+		return true
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	for _, n := range names {
+		if host == n {
+			return true
+		}
+	}
+	return !loopbackListener && net.ParseIP(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")) != nil
+}
+
 // ErrHostNotLoopback is the 403's text: it names the rule, not the Host
 // (a stranger's value).
 const ErrHostNotLoopback = "forbidden: the Host header must be a loopback name or address (localhost, 127.0.0.1, [::1]) on this listener"
