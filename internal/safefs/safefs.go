@@ -34,10 +34,17 @@ const (
 
 // OpenDirAt opens the directory name inside parent without following a
 // link; with create it makes it (DirMode, whatever the umask) when
-// missing, and created says so (the caller fsyncs parent when the new
-// entry must be durable). A missing directory without create is an error
-// matching os.ErrNotExist.
+// missing, and created says so. A directory it made is durable when it
+// returns: parent is fsynced first, since a power cut keeps a new entry
+// only once its directory is, and with it everything the caller then
+// writes below. A missing directory without create is an error matching
+// os.ErrNotExist.
 func OpenDirAt(parent *os.File, name string, create bool) (f *os.File, created bool, err error) {
+	return openDirAt(parent, name, create, syncFile)
+}
+
+// openDirAt is OpenDirAt with the fsync of parent (tests record it).
+func openDirAt(parent *os.File, name string, create bool, sync func(*os.File) error) (f *os.File, created bool, err error) {
 	path := filepath.Join(parent.Name(), name)
 	pfd := int(parent.Fd())
 	fd, err := unix.Openat(pfd, name, dirFlags, 0)
@@ -56,6 +63,10 @@ func OpenDirAt(parent *os.File, name string, create bool) (f *os.File, created b
 		if err := unix.Fchmod(fd, DirMode); err != nil {
 			f.Close()
 			return nil, false, fmt.Errorf("chmod %s: %w", path, err)
+		}
+		if err := sync(parent); err != nil {
+			f.Close()
+			return nil, false, fmt.Errorf("make %s durable: %w", path, err)
 		}
 	}
 	return f, created, nil
