@@ -20,6 +20,7 @@ import (
 
 	"github.com/batchhook/batchhook/lookupsim"
 	"github.com/batchhook/batchhook/sink/filesink"
+	"github.com/batchhook/batchhook/store"
 )
 
 // TestNewDirectoriesAreDurableBeforeUse starts the daemon on a DATA_DIR
@@ -61,6 +62,41 @@ func TestNewDirectoriesAreDurableBeforeUse(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRestoreCreateMakesDurableDirectories: `restore --create` into a
+// data directory two levels of which are missing makes them durable
+// before the database renamed into them (and the export directory it
+// compares with) is promised, as the daemon does.
+func TestRestoreCreateMakesDurableDirectories(t *testing.T) {
+	if _, err := exec.LookPath("strace"); err != nil {
+		t.Skip("strace is not installed: the directory durability test needs it (.ci/run installs it)")
+	}
+	t.Parallel()
+	src := t.TempDir()
+	st, err := store.Open(src, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	base := t.TempDir()
+	data := filepath.Join(base, "new", "data")
+	traces := t.TempDir()
+	cmd := exec.Command("strace", "-f", "-ff", "-qq", "-ttt", "-T", "-y", "-e", "trace=mkdir,mkdirat,fsync,fdatasync",
+		"-e", "signal=none", "-o", filepath.Join(traces, "t"),
+		binary, "restore", filepath.Join(src, store.FileName), "--data-dir", data, "--create")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("restore --create: %v\n%s", err, out)
+	}
+	made := checkDirsDurable(t, readTraces(t, traces))
+	for _, w := range []string{filepath.Join(base, "new"), data, filepath.Join(data, "exports"), filepath.Join(data, "exports", ".partial")} {
+		if !made[w] {
+			t.Errorf("the trace shows no mkdir of %s (made: %v): the check would pass without looking", w, keys(made))
+		}
 	}
 }
 
