@@ -127,3 +127,28 @@ func TestOpenDirAtSyncsTheParentOfWhatItMakes(t *testing.T) {
 		t.Fatalf("failed fsync: %v %v, want EIO naming %s", d, err, filepath.Join(root, "e"))
 	}
 }
+
+// TestOpenDirAtNamesALink: a link where a directory belongs is reported as
+// a link (the kernel says "not a directory" for O_DIRECTORY|O_NOFOLLOW on
+// one, which sends an operator looking for a file), a file as not a
+// directory; both are ErrUnsafePath.
+func TestOpenDirAtNamesALink(t *testing.T) {
+	root := t.TempDir()
+	r, err := os.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := os.Symlink(t.TempDir(), filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "file"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"link": "is a symbolic link", "file": "is not a directory"} {
+		_, _, err := OpenDirAt(r, name, true)
+		if !errors.Is(err, ErrUnsafePath) || !strings.Contains(err.Error(), filepath.Join(root, name)+" "+want) {
+			t.Errorf("%s: %v, want ErrUnsafePath saying %q", name, err, want)
+		}
+	}
+}

@@ -55,6 +55,11 @@ func openDirAt(parent *os.File, name string, create bool, sync func(*os.File) er
 		created = true
 		fd, err = unix.Openat(pfd, name, dirFlags, 0)
 	}
+	if errors.Is(err, unix.ENOTDIR) && isLinkAt(pfd, name) {
+		// O_DIRECTORY|O_NOFOLLOW on a link fails with ENOTDIR, not
+		// ELOOP: say what is there.
+		err = unix.ELOOP
+	}
 	if err != nil {
 		return nil, false, pathError("open directory", path, err)
 	}
@@ -118,6 +123,13 @@ func OpenFileAt(dir *os.File, name string, flag int, linked bool) (f *os.File, c
 		return nil, false, fmt.Errorf("open %s: %w", path, err)
 	}
 	return os.NewFile(uintptr(fd), path), created, nil
+}
+
+// isLinkAt reports whether name inside the directory dfd is a symbolic
+// link.
+func isLinkAt(dfd int, name string) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK
 }
 
 // pathError names what an open found: a link (ELOOP with O_NOFOLLOW), or
