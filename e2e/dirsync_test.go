@@ -118,7 +118,14 @@ func runTraced(t *testing.T, data string) ([]traceEvent, string) {
 	d := startCommand(t, s.addr, s.env, []string{"strace", "-f", "-ff", "-qq", "-ttt", "-T", "-y",
 		"-e", "trace=mkdir,mkdirat,fsync,fdatasync", "-e", "signal=none", "-o", filepath.Join(traces, "t"), binary, "serve"})
 	pid := traceeOf(t, d.cmd.Process.Pid)
-	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) }) // before strace's kill: a no-op once it exited
+	t.Cleanup(func() {
+		// Before strace's own kill (cleanups run last first), and only
+		// while strace runs: once it exited, so had its tracee, whose
+		// pid may be another process's by now.
+		if d.cmd.ProcessState == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
 
 	id, err := s.sim.Submit(lookupsim.SampleCPFs(5, 1))
 	if err != nil {
