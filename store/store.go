@@ -60,10 +60,11 @@ func (s *Store) Backfills() []Backfill { return s.backfills }
 // Open opens (creating if needed) the database in dir, with mode 0600 and
 // its directory 0700. A directory or database file it makes is durable
 // before it returns (its parent directory fsynced): a commit promises
-// nothing if the file it went to can vanish with its entry. It waits at most lockTimeout for another process's
-// lock and then fails with ErrLocked, so a second daemon on the same data
-// directory stops at once with a clear message instead of hanging. A
-// database file that is a symbolic link is refused with ErrSymlink.
+// nothing if the file it went to can vanish with its entry. It waits at
+// most lockTimeout for another process's lock and then fails with
+// ErrLocked, so a second daemon on the same data directory stops at once
+// with a clear message instead of hanging. A database file that is a
+// symbolic link is refused with ErrSymlink.
 func Open(dir string, lockTimeout time.Duration) (*Store, error) {
 	return open(dir, lockTimeout, openNoFollow)
 }
