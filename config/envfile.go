@@ -3,6 +3,7 @@ package config
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strings"
@@ -32,8 +33,13 @@ func ReadEnvFile(path string) (*EnvFile, error) {
 		return nil, fmt.Errorf("read env file: %w", err)
 	}
 	defer f.Close()
+	return readEnvFrom(path, f)
+}
+
+// readEnvFrom is ReadEnvFile's reading of the file path, open as r.
+func readEnvFrom(path string, r io.Reader) (*EnvFile, error) {
 	out := &EnvFile{Path: path, Vars: map[string]string{}}
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for n := 1; sc.Scan(); n++ {
 		name, value, ok, err := parseEnvLine(sc.Text())
@@ -50,20 +56,26 @@ func ReadEnvFile(path string) (*EnvFile, error) {
 	return out, nil
 }
 
+// envBlanks are the blanks dropped around a name and a value: systemd's
+// (space, tab, carriage return), not every Unicode space. A value that
+// ends in a non-breaking space or a form feed keeps it under systemd, so
+// it must here: the secret tried by hand must be the one the unit loads.
+const envBlanks = " \t\r"
+
 // parseEnvLine parses one line of an env file; ok is false for a blank
 // line or a comment.
 func parseEnvLine(line string) (name, value string, ok bool, err error) {
-	line = strings.TrimSpace(strings.TrimSuffix(line, "\r"))
+	line = strings.Trim(strings.TrimSuffix(line, "\r"), envBlanks)
 	if line == "" || line[0] == '#' || line[0] == ';' {
 		return "", "", false, nil
 	}
 	line = strings.TrimPrefix(line, "export ")
 	name, value, found := strings.Cut(line, "=")
-	name = strings.TrimSpace(name)
+	name = strings.Trim(name, envBlanks)
 	if !found || !envName.MatchString(name) {
 		return "", "", false, fmt.Errorf("not a NAME=VALUE assignment (a comment starts with # or ;)")
 	}
-	value = strings.TrimSpace(value)
+	value = strings.Trim(value, envBlanks)
 	if value == "" {
 		return name, "", true, nil
 	}
@@ -73,7 +85,7 @@ func parseEnvLine(line string) (name, value string, ok bool, err error) {
 		if end < 0 {
 			return "", "", false, fmt.Errorf("%s: the value's single quote is not closed on its line", name)
 		}
-		if strings.TrimSpace(value[end+2:]) != "" {
+		if strings.Trim(value[end+2:], envBlanks) != "" {
 			return "", "", false, fmt.Errorf("%s: text after the value's closing single quote", name)
 		}
 		return name, value[1 : end+1], true, nil
@@ -86,7 +98,7 @@ func parseEnvLine(line string) (name, value string, ok bool, err error) {
 				i++
 				b.WriteByte(value[i])
 			case c == '"':
-				if strings.TrimSpace(value[i+1:]) != "" {
+				if strings.Trim(value[i+1:], envBlanks) != "" {
 					return "", "", false, fmt.Errorf("%s: text after the value's closing double quote", name)
 				}
 				return name, b.String(), true, nil

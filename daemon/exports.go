@@ -12,7 +12,8 @@ import (
 func (d *Daemon) recoverExports() error {
 	r, err := d.exports.Recover()
 	if err != nil {
-		return fmt.Errorf("recover export staging: %w", err)
+		name, path := d.cfg.ExportDirVar()
+		return dirError(name, path, fmt.Errorf("recover export staging: %w", err))
 	}
 	log := d.log.With().Str("component", "daemon").Logger()
 	for _, id := range r.Restored {

@@ -34,7 +34,13 @@ func (d *Daemon) paymentDispatcher() (*dispatch.Payments, error) {
 	if d.payments || dirExists(filepath.Join(cfg.ExportDir, filesink.Dir)) {
 		fs, err := filesink.New(cfg.ExportDir)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", config.Var("EXPORT_DIR"), err)
+			// payments/ is part of the export directory: its problems
+			// are the operator's, as the export root's are (exit 2).
+			name, path := cfg.ExportDirVar()
+			if derr := dirError(name, path, err); errors.Is(derr, ErrDirConfig) {
+				return nil, derr
+			}
+			return nil, fmt.Errorf("%s: %w", config.Var(name), err)
 		}
 		d.paymentFiles = fs
 	}

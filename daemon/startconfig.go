@@ -9,21 +9,29 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/batchhook/batchhook/config"
+	"github.com/batchhook/batchhook/internal/safefs"
 	"github.com/batchhook/batchhook/store"
 )
 
 // ErrDirConfig marks a start error that is the operator's to fix in the
 // configuration: the data or export directory cannot be created or
-// written. serve exits 2 for it, as for any other configuration error.
+// written, or holds a link or a file where batchhook makes a directory
+// (.partial, payments/) or keeps its database. serve exits 2 for it, as
+// for any other configuration error (docs/configuration.md).
 var ErrDirConfig = errors.New("directory not usable")
 
-// dirError names the variable of a directory the daemon could not open
-// (an unwritable, read-only or misplaced DATA_DIR or EXPORT_DIR) and
-// marks it ErrDirConfig, with the fix; any other error (a locked or damaged database)
-// is returned unchanged.
+// dirError names the variable of a directory the daemon could not use (an
+// unwritable, read-only or misplaced DATA_DIR or EXPORT_DIR, a link or a
+// file planted in it) and marks it ErrDirConfig, with the fix; any other
+// error (a locked or damaged database) is returned unchanged.
 func dirError(name, path string, err error) error {
 	if errors.Is(err, store.ErrLocked) {
 		return err
+	}
+	if errors.Is(err, safefs.ErrUnsafePath) || errors.Is(err, store.ErrSymlink) {
+		return fmt.Errorf("%w: %s (%s) holds an entry batchhook will not use: %w; "+
+			"remove or move it (batchhook makes its directories and files there itself, and never follows a link)",
+			ErrDirConfig, config.Var(name), path, err)
 	}
 	if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.ENOTDIR) ||
 		errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrExist) {

@@ -119,7 +119,14 @@ func startDaemon(t *testing.T, addr string, env map[string]string) *daemonProc {
 // follow "serve".
 func startBinary(t *testing.T, bin, addr string, env map[string]string, args ...string) *daemonProc {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
+	return startCommand(t, addr, env, append([]string{bin, "serve"}, args...))
+}
+
+// startCommand is startBinary for a command line of its own (argv[0] the
+// program): the binary under a tracer, for one.
+func startCommand(t *testing.T, addr string, env map[string]string, argv []string) *daemonProc {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "BATCHHOOK_LISTEN_ADDR=" + addr, "BATCHHOOK_ADMIN_ADDR=127.0.0.1:0"}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/batchhook/batchhook/internal/safefs"
 	"github.com/batchhook/batchhook/store"
 )
 
@@ -103,15 +104,18 @@ func (d *Dir) syncRoot(h *handles) error {
 	return syncDir(h.root)
 }
 
-// New returns the export directory rooted at root, creating root (0700) if needed. The
-// root itself is the operator's choice and may be a link; nothing under it
-// is ever followed (ErrUnsafePath), .partial included.
+// New returns the export directory rooted at root, creating root (0700)
+// and .partial if needed, each durable (its parent fsynced) before New
+// returns: an export published below a directory whose own entry a power
+// cut can drop would be lost with it. The root itself is the operator's
+// choice and may be a link; nothing under it is ever followed
+// (ErrUnsafePath), .partial included.
 func New(root string) (*Dir, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, fmt.Errorf("export dir %s: %w", root, err)
 	}
-	if err := os.MkdirAll(abs, dirMode); err != nil {
+	if err := safefs.MkdirAll(abs); err != nil {
 		return nil, fmt.Errorf("create export dir: %w", err)
 	}
 	d := &Dir{root: abs, exchange: exchange}

@@ -29,8 +29,9 @@ const (
 )
 
 // openDirAt opens the directory name inside parent without following a
-// link; with create it makes it (0700, whatever the umask) when missing.
-// A missing directory without create is an error matching os.ErrNotExist.
+// link; with create it makes it (0700, whatever the umask) when missing,
+// durable (parent fsynced) before it returns. A missing directory without
+// create is an error matching os.ErrNotExist.
 func openDirAt(parent *os.File, name string, create bool) (*os.File, bool, error) {
 	return safefs.OpenDirAt(parent, name, create)
 }

@@ -94,12 +94,10 @@ func (d *Dir) Append(batchID string, offset int64, items []json.RawMessage) (int
 		return 0, fmt.Errorf("sync staged results: %w", err)
 	}
 	if created || st.Size() == 0 {
-		// The new file and directory entries must be durable before a
-		// checkpoint counts on them.
-		for _, p := range []*os.File{dir, h.partial} {
-			if err := syncDir(p); err != nil {
-				return 0, err
-			}
+		// The new file's entry must be durable before a checkpoint
+		// counts on it; the directory's was made so by openDirAt.
+		if err := syncDir(dir); err != nil {
+			return 0, err
 		}
 	}
 	return offset + int64(n), nil

@@ -128,15 +128,13 @@ func (s *Server) servePayment(c echo.Context, start time.Time) (string, error) {
 	body, log := in.body, &in.log
 	ctx, cancel := s.replyContext(c.Request(), start)
 	defer cancel()
-	fields, err := decodeObject(body)
+	pb, err := readPayment(body, p.DedupFields)
 	if err != nil {
 		return s.quarantine(ctx, c, log, body, err, store.ProductPayments)
 	}
-	sum := sha256.Sum256(body)
-	bodySHA := hex.EncodeToString(sum[:])
+	bodySHA, key := pb.bodySHA256, pb.dedupKey
 	event := cpf.Scrub(eventHeader(c.Request().Header.Get("X-Service-Event"))) // kept and served: masked like a log value
 	log.payment, log.bodySHA, log.event = true, bodySHA, event
-	key := DedupKey(fields, p.DedupFields, bodySHA)
 
 	seq, known, err := p.Store.PaymentKnownContext(ctx, key)
 	if err != nil {
@@ -145,7 +143,7 @@ func (s *Server) servePayment(c echo.Context, start time.Time) (string, error) {
 	if !known {
 		e := store.PaymentEvent{
 			ReceivedAt: s.opts.Now().UTC(), Event: event, Attempt: in.attempt, DedupKey: key,
-			BodySHA256: bodySHA, TransactionID: transactionID(fields),
+			BodySHA256: bodySHA, TransactionID: pb.transactionID,
 		}
 		var created bool
 		seq, created, err = p.Store.RecordPaymentContext(ctx, e, body) // the store copies it
@@ -160,6 +158,29 @@ func (s *Server) servePayment(c echo.Context, start time.Time) (string, error) {
 	}
 	log.Info().Str("event", "payment_accepted").Uint64("seq", seq).Msg("payment event logged")
 	return ResultAccepted, writePaymentReply(c, http.StatusOK, ResultAccepted, seq)
+}
+
+// paymentBody is what the payments webhook reads from a signed body.
+type paymentBody struct {
+	bodySHA256    string // hex SHA-256 of the raw body
+	dedupKey      string // DedupKey
+	transactionID string // transactionID: "" when absent, not a string or too long
+}
+
+// readPayment reads a signed payments body: one strictly decoded JSON
+// object (a refusal is errInvalid saying why, for the 400 and the
+// quarantine), its SHA-256, its dedup key over paths and its transaction
+// id. The body is not otherwise interpreted: the provider's document does
+// not show the payment events' shape.
+func readPayment(body []byte, paths [][]string) (paymentBody, error) {
+	fields, err := decodeObject(body)
+	if err != nil {
+		return paymentBody{}, err
+	}
+	sum := sha256.Sum256(body)
+	pb := paymentBody{bodySHA256: hex.EncodeToString(sum[:]), transactionID: transactionID(fields)}
+	pb.dedupKey = DedupKey(fields, paths, pb.bodySHA256)
+	return pb, nil
 }
 
 // eventHeader keeps X-Service-Event as sent, cut to maxEventHeader bytes

@@ -12,6 +12,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/batchhook/batchhook/internal/safefs"
 )
 
 // Restore and Compact replace the database file of a stopped daemon. Both
@@ -113,7 +115,9 @@ func restore(dir, file string, create bool, now time.Time, h hooks) (res SwapRes
 		return res, err
 	}
 	if !exists {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		// Durable (each new level's parent fsynced): the database
+		// renamed into it must not vanish with the directory.
+		if err := safefs.MkdirAll(dir); err != nil {
 			return res, fmt.Errorf("create data dir: %w", err)
 		}
 	}

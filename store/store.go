@@ -2,13 +2,17 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/batchhook/batchhook/internal/safefs"
 )
 
 // FileName is the name of the database file inside the data directory.
@@ -54,10 +58,13 @@ func (s *Store) MigratedRecords() int { return s.migrated }
 func (s *Store) Backfills() []Backfill { return s.backfills }
 
 // Open opens (creating if needed) the database in dir, with mode 0600 and
-// its directory 0700. It waits at most lockTimeout for another process's
-// lock and then fails with ErrLocked, so a second daemon on the same data
-// directory stops at once with a clear message instead of hanging. A
-// database file that is a symbolic link is refused with ErrSymlink.
+// its directory 0700. A directory or database file it makes is durable
+// before it returns (its parent directory fsynced): a commit promises
+// nothing if the file it went to can vanish with its entry. It waits at
+// most lockTimeout for another process's lock and then fails with
+// ErrLocked, so a second daemon on the same data directory stops at once
+// with a clear message instead of hanging. A database file that is a
+// symbolic link is refused with ErrSymlink.
 func Open(dir string, lockTimeout time.Duration) (*Store, error) {
 	return open(dir, lockTimeout, openNoFollow)
 }
@@ -65,13 +72,21 @@ func Open(dir string, lockTimeout time.Duration) (*Store, error) {
 // open is Open with the function that opens the file (tests wrap it to
 // reach the file handle and make a commit fail).
 func open(dir string, lockTimeout time.Duration, openFile func(string, int, os.FileMode) (*os.File, error)) (*Store, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := safefs.MkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
 	path := filepath.Join(dir, FileName)
+	_, statErr := os.Lstat(path)
 	db, err := openBolt(path, lockTimeout, openFile)
 	if err != nil {
 		return nil, err
+	}
+	if errors.Is(statErr, fs.ErrNotExist) {
+		// bbolt synced the new file's first pages, never its entry.
+		if err := safefs.SyncDir(dir); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("make %s durable: %w", path, err)
+		}
 	}
 	migrated, backfills, err := prepare(db)
 	if err != nil {

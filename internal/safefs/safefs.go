@@ -34,10 +34,17 @@ const (
 
 // OpenDirAt opens the directory name inside parent without following a
 // link; with create it makes it (DirMode, whatever the umask) when
-// missing, and created says so (the caller fsyncs parent when the new
-// entry must be durable). A missing directory without create is an error
-// matching os.ErrNotExist.
+// missing, and created says so. A directory it made is durable when it
+// returns: parent is fsynced first, since a power cut keeps a new entry
+// only once its directory is, and with it everything the caller then
+// writes below. A missing directory without create is an error matching
+// os.ErrNotExist.
 func OpenDirAt(parent *os.File, name string, create bool) (f *os.File, created bool, err error) {
+	return openDirAt(parent, name, create, syncFile)
+}
+
+// openDirAt is OpenDirAt with the fsync of parent (tests record it).
+func openDirAt(parent *os.File, name string, create bool, sync func(*os.File) error) (f *os.File, created bool, err error) {
 	path := filepath.Join(parent.Name(), name)
 	pfd := int(parent.Fd())
 	fd, err := unix.Openat(pfd, name, dirFlags, 0)
@@ -48,6 +55,11 @@ func OpenDirAt(parent *os.File, name string, create bool) (f *os.File, created b
 		created = true
 		fd, err = unix.Openat(pfd, name, dirFlags, 0)
 	}
+	if errors.Is(err, unix.ENOTDIR) && isLinkAt(pfd, name) {
+		// O_DIRECTORY|O_NOFOLLOW on a link fails with ENOTDIR, not
+		// ELOOP: say what is there.
+		err = unix.ELOOP
+	}
 	if err != nil {
 		return nil, false, pathError("open directory", path, err)
 	}
@@ -56,6 +68,10 @@ func OpenDirAt(parent *os.File, name string, create bool) (f *os.File, created b
 		if err := unix.Fchmod(fd, DirMode); err != nil {
 			f.Close()
 			return nil, false, fmt.Errorf("chmod %s: %w", path, err)
+		}
+		if err := sync(parent); err != nil {
+			f.Close()
+			return nil, false, fmt.Errorf("make %s durable: %w", path, err)
 		}
 	}
 	return f, created, nil
@@ -107,6 +123,13 @@ func OpenFileAt(dir *os.File, name string, flag int, linked bool) (f *os.File, c
 		return nil, false, fmt.Errorf("open %s: %w", path, err)
 	}
 	return os.NewFile(uintptr(fd), path), created, nil
+}
+
+// isLinkAt reports whether name inside the directory dfd is a symbolic
+// link.
+func isLinkAt(dfd int, name string) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK
 }
 
 // pathError names what an open found: a link (ELOOP with O_NOFOLLOW), or

@@ -1,7 +1,6 @@
 package filesink
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/batchhook/batchhook/internal/safefs"
@@ -16,19 +15,10 @@ var ErrUnsafePath = safefs.ErrUnsafePath
 
 // openDirAt opens (and with create makes, 0700) the directory name inside
 // parent without following a link; a directory it made is made durable in
-// parent (fsync) before it returns.
+// parent (fsync) before it returns (internal/safefs).
 func openDirAt(parent *os.File, name string, create bool) (*os.File, error) {
-	f, created, err := safefs.OpenDirAt(parent, name, create)
-	if err != nil {
-		return nil, err
-	}
-	if created {
-		if err := parent.Sync(); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("sync %s: %w", parent.Name(), err)
-		}
-	}
-	return f, nil
+	f, _, err := safefs.OpenDirAt(parent, name, create)
+	return f, err
 }
 
 // openFileAt opens the regular file name inside dir with flag, without
