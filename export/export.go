@@ -118,6 +118,12 @@ func New(root string) (*Dir, error) {
 	if err := safefs.MkdirAll(abs); err != nil {
 		return nil, fmt.Errorf("create export dir: %w", err)
 	}
+	// An earlier run may have made it, .partial or payments/ without
+	// syncing them into place: sync them now, before anything is
+	// published in them.
+	if err := safefs.Settle(abs); err != nil {
+		return nil, fmt.Errorf("open export dir: %w", err)
+	}
 	d := &Dir{root: abs, exchange: exchange}
 	h, err := d.open()
 	if err != nil {

@@ -75,6 +75,9 @@ func open(dir string, lockTimeout time.Duration, openFile func(string, int, os.F
 	if err := safefs.MkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
+	if err := safefs.Settle(dir); err != nil { // made by an earlier run, perhaps never synced
+		return nil, fmt.Errorf("open data dir: %w", err)
+	}
 	path := filepath.Join(dir, FileName)
 	_, statErr := os.Lstat(path)
 	db, err := openBolt(path, lockTimeout, openFile)

@@ -80,3 +80,28 @@ func syncFile(f *os.File) error {
 	}
 	return nil
 }
+
+// Settle makes the directory path, which exists, durable where it stands:
+// it fsyncs path's parent, then path itself. MkdirAll syncs only what it
+// makes; a directory an earlier run made may never have been synced into
+// its parent (a version that did not, or a crash between its mkdir and the
+// sync), and its entries (the database file, .partial, payments/) into it.
+// A start calls Settle before promising anything inside, at the price of
+// two fsyncs. A parent this process may not read (a home directory of mode
+// 0711) cannot be opened to fsync it and is left as it is: only whoever
+// made path could have synced it.
+func Settle(path string) error { return settle(path, SyncDir) }
+
+// settle is Settle with the fsync of a directory (tests record it).
+func settle(path string, sync func(dir string) error) error {
+	path = filepath.Clean(path)
+	if parent := filepath.Dir(path); parent != path {
+		if err := sync(parent); err != nil && !errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("make %s durable: %w", path, err)
+		}
+	}
+	if err := sync(path); err != nil {
+		return fmt.Errorf("make the entries of %s durable: %w", path, err)
+	}
+	return nil
+}

@@ -152,3 +152,39 @@ func TestOpenDirAtNamesALink(t *testing.T) {
 		}
 	}
 }
+
+// TestSettleSyncsTheParentThenTheDirectory: a directory that exists is
+// synced into its parent and then itself, whether or not this run made
+// it; a parent that cannot be opened for lack of permission is passed
+// over, any other failure is an error naming the directory.
+func TestSettleSyncsTheParentThenTheDirectory(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "data")
+	if err := os.Mkdir(dir, DirMode); err != nil {
+		t.Fatal(err)
+	}
+	r := &syncRecorder{}
+	if err := settle(dir, r.sync); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{root, dir}; !slices.Equal(r.synced, want) {
+		t.Fatalf("synced %q, want %q", r.synced, want)
+	}
+	denied := func(d string) error {
+		if d == root {
+			return &os.PathError{Op: "open", Path: d, Err: syscall.EACCES}
+		}
+		return nil
+	}
+	if err := settle(dir, denied); err != nil {
+		t.Fatalf("unreadable parent: %v, want it passed over", err)
+	}
+	r = &syncRecorder{fail: root}
+	if err := settle(dir, r.sync); err == nil || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("failed fsync of the parent: %v, want an error naming %s", err, dir)
+	}
+	r = &syncRecorder{fail: dir}
+	if err := settle(dir, r.sync); err == nil || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("failed fsync of the directory: %v, want an error naming %s", err, dir)
+	}
+}
