@@ -114,10 +114,12 @@ func TestImportGraph(t *testing.T) {
 		"github.com/nats-io/nats.go/jetstream":     {"sink/natssink"},
 		"github.com/nats-io/nats-server/v2/server": {}, // tests only (go list without -test sees no test imports)
 		"github.com/chromedp/chromedp":             {}, // the console's browser tests only (e2e/browser)
+		"github.com/hanwen/go-fuse/v2/fuse":        {"internal/powerloss"},
 	}
-	// The NATS server and the browser driver are test fixtures: the
-	// binary must not link them.
-	for _, lib := range []string{"github.com/nats-io/nats-server", "github.com/chromedp"} {
+	// The NATS server, the browser driver and the power-loss file system
+	// (FUSE) are test fixtures: the binary must not link them.
+	for _, lib := range []string{"github.com/nats-io/nats-server", "github.com/chromedp", "github.com/hanwen/go-fuse",
+		module + "/internal/powerloss"} {
 		if dependsOn(deps["cmd/batchhook"], lib) {
 			t.Errorf("cmd/batchhook links %s; only tests may import it", lib)
 		}
