@@ -36,6 +36,7 @@ const (
 	ciRounds            = 5  // starts of each database
 	ciListsPerRound     = 6  // requests of each list a round
 	ciAcksPerRound      = 20 // acknowledged notifications a round
+	ciPasses            = 3  // passes a failing figure is measured in before it fails the guard
 )
 
 // The rule: a figure of the large database fails the guard when its
@@ -77,8 +78,44 @@ func TestFiguresDoNotGrowWithSize(t *testing.T) {
 	sizes := [2]int{smallBatches, ciBatches}
 	dirs := [2]string{ciDatabase(t, bin, sizes[0]), ciDatabase(t, bin, sizes[1])}
 	t.Logf("built in %s (go build included)", time.Since(started).Round(100*time.Millisecond))
-	measuring := time.Now()
+	// A figure fails only when it fails in every pass: a load spike on a
+	// shared machine can double one pass's median, but a figure that
+	// grows with size (a start or a page that reads every record) grows
+	// by far more, and in every pass.
+	failing := map[string]bool{}
+	for pass := 1; pass <= ciPasses; pass++ {
+		measuring := time.Now()
+		figs, names := measureCI(t, dirs, sizes)
+		over := map[string]bool{}
+		for _, name := range names {
+			small, large := figs[name][0], figs[name][1]
+			s, l := median(small), median(large)
+			t.Logf("pass %d: %-41s %d batches %9s (%s), %d batches %9s (%s): %.2f×", pass, name,
+				smallBatches, s, spread(small), ciBatches, l, spread(large), float64(l)/float64(s))
+			if l > growthLimit*s && l-s > slack && (pass == 1 || failing[name]) {
+				over[name] = true
+				failing[name] = true
+			}
+		}
+		t.Logf("pass %d measured in %s (%d samples of each start, %d of each list, %d acks)", pass, time.Since(measuring).Round(100*time.Millisecond),
+			ciRounds, ciRounds*ciListsPerRound, ciRounds*ciAcksPerRound)
+		if len(over) == 0 {
+			return
+		}
+		failing = over
+	}
+	for name := range failing {
+		t.Errorf("%s: its median on %d batches was more than %d× the one on %d (and %s above it) in each of %d passes: grows with the database's size",
+			name, ciBatches, growthLimit, smallBatches, slack, ciPasses)
+	}
+}
 
+// measureCI measures each figure on both databases, ciRounds starts of
+// each, in turns (TestFiguresDoNotGrowWithSize), and returns the samples
+// by figure, [0] the small database's and [1] the large one's, with the
+// figures' names in the order first measured.
+func measureCI(t *testing.T, dirs [2]string, sizes [2]int) (map[string]*[2][]time.Duration, []string) {
+	t.Helper()
 	figs := map[string]*[2][]time.Duration{}
 	var names []string
 	add := func(name string, side int, d time.Duration) {
@@ -120,18 +157,7 @@ func TestFiguresDoNotGrowWithSize(t *testing.T) {
 			d.stop(t)
 		}
 	}
-
-	for _, name := range names {
-		small, large := figs[name][0], figs[name][1]
-		s, l := median(small), median(large)
-		t.Logf("%-41s %d batches %9s (%s), %d batches %9s (%s): %.2f×", name,
-			smallBatches, s, spread(small), ciBatches, l, spread(large), float64(l)/float64(s))
-		if l > growthLimit*s && l-s > slack {
-			t.Errorf("%s: median %s on %d batches, %s on %d: grows with the database's size", name, l, ciBatches, s, smallBatches)
-		}
-	}
-	t.Logf("measured in %s (%d samples of each start, %d of each list, %d acks)", time.Since(measuring).Round(100*time.Millisecond),
-		ciRounds, ciRounds*ciListsPerRound, ciRounds*ciAcksPerRound)
+	return figs, names
 }
 
 // ciDatabase builds a year of n batches with the scale command bin in a
