@@ -179,6 +179,9 @@ func (w *world) checkExportDir(rows map[string]admin.BatchView) map[string]*disk
 	}
 	for _, e := range entries {
 		name, dir := e.Name(), filepath.Join(w.s.exports, e.Name())
+		if name == "payments" {
+			continue // the payments day files (no batch may have that id)
+		}
 		if name == ".partial" {
 			if left, _ := os.ReadDir(dir); len(left) > 0 {
 				var names []string
