@@ -164,6 +164,19 @@ func TestPowerLoss(t *testing.T) {
 func runPowerLoss(t *testing.T, seed uint64, all *pcFigures, mu *sync.Mutex) {
 	t.Logf("seed=%d (replay: go test -race -run TestPowerLoss -count 1 ./e2e/ -powercut.seed=%d)", seed, seed)
 	w := newWorldWith(t, seed, preparePowerLoss)
+	// A failed seed keeps every daemon's log and the schedule (go test
+	// -artifacts): a daemon that died on its own is seen there whole.
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		dir := t.ArtifactDir()
+		for i, p := range w.procs {
+			_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("daemon-%02d.log", i+1)), []byte(p.out.String()), 0o600)
+		}
+		_ = os.WriteFile(filepath.Join(dir, "schedule.txt"), []byte(strings.Join(w.schedule, "\n")+"\n"), 0o600)
+		t.Logf("seed=%d: the daemons' logs and the schedule are in %s", seed, dir)
+	})
 	defer func() {
 		mu.Lock()
 		defer mu.Unlock()
