@@ -203,7 +203,7 @@ func (w *world) report() {
 // replay is the command that runs the world's seed again.
 func (w *world) replay() string {
 	if w.pc != nil {
-		return fmt.Sprintf("go test -race -run TestPowerLoss -count 1 ./e2e/ -powercut.seed=%d", w.seed)
+		return fmt.Sprintf("go test -race -run 'TestPowerLoss$' -count 1 ./e2e/ -powerloss.seed=%d", w.seed)
 	}
 	return fmt.Sprintf("go test -race -run TestInterleave -count 1 ./e2e/ -interleave.seed=%d", w.seed)
 }

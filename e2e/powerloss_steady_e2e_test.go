@@ -33,9 +33,12 @@ package e2e
 // At the end the world is recovered and TestInterleave's invariants I1 to
 // I6 are checked over the whole run, cuts included.
 //
-//	go test -race -run TestPowerLoss -count 1 ./e2e/                                # fixed seeds and one random
-//	go test -race -run TestPowerLoss -count 1 ./e2e/ -powercut.seed=7               # replay one
-//	go test -race -run TestPowerLoss -count 1 ./e2e/ -powercut.duration 1h -timeout 2h
+//	go test -race -run 'TestPowerLoss$' -count 1 ./e2e/                                # fixed seeds and one random
+//	go test -race -run 'TestPowerLoss$' -count 1 ./e2e/ -powerloss.seed=7               # replay one
+//	go test -race -run 'TestPowerLoss$' -count 1 ./e2e/ -powerloss.duration 1h -timeout 2h
+//
+// The flags are TestPowerLossFirstRun's too (powerloss_e2e_test.go):
+// -run TestPowerLoss runs both.
 //
 // Like TestInterleave's, a seed fixes the schedule and the freeze points,
 // not the timing: which request a freeze point falls on depends on how far
@@ -44,7 +47,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -61,11 +63,6 @@ import (
 	"github.com/batchhook/batchhook/admin"
 	"github.com/batchhook/batchhook/internal/powerloss"
 	"github.com/batchhook/batchhook/internal/testutil"
-)
-
-var (
-	powercutSeed = flag.Uint64("powercut.seed", 0, "TestPowerLoss: run this seed only (0: the fixed seeds, then one random seed)")
-	powercutFor  = flag.Duration("powercut.duration", 0, "TestPowerLoss: after the fixed seeds, run random seeds until this much time has passed (raise -timeout too)")
 )
 
 // powercutSeeds run every time, and one random seed after them.
@@ -140,10 +137,10 @@ func TestPowerLoss(t *testing.T) {
 		})
 	}
 	switch {
-	case *powercutSeed != 0:
-		run(*powercutSeed, false)
-	case *powercutFor > 0:
-		stop := began.Add(*powercutFor)
+	case *powerlossSeed != 0:
+		run(*powerlossSeed, false)
+	case *powerlossDuration > 0:
+		stop := began.Add(*powerlossDuration)
 		if d, ok := t.Deadline(); ok && d.Add(-5*time.Minute).Before(stop) {
 			stop = d.Add(-5 * time.Minute)
 		}
@@ -162,7 +159,7 @@ func TestPowerLoss(t *testing.T) {
 }
 
 func runPowerLoss(t *testing.T, seed uint64, all *pcFigures, mu *sync.Mutex) {
-	t.Logf("seed=%d (replay: go test -race -run TestPowerLoss -count 1 ./e2e/ -powercut.seed=%d)", seed, seed)
+	t.Logf("seed=%d (replay: go test -race -run 'TestPowerLoss$' -count 1 ./e2e/ -powerloss.seed=%d)", seed, seed)
 	w := newWorldWith(t, seed, preparePowerLoss)
 	// A failed seed keeps every daemon's log and the schedule (go test
 	// -artifacts): a daemon that died on its own is seen there whole.
