@@ -28,7 +28,8 @@ package e2e
 //   - P5: the restart is clean: the daemon serves and reaches /readyz,
 //     and says the previous run ended unclean when the power went under a
 //     running daemon;
-//   - P6: an erasure answered 200 in the burst left its CPF in no file.
+//   - P6: an erasure answered 200 in the burst left its CPF in no file
+//     (TestInterleave's check right after an erasure, reported as I2).
 //
 // At the end the world is recovered and TestInterleave's invariants I1 to
 // I6 are checked over the whole run, cuts included.
@@ -630,7 +631,7 @@ func (f *pcFigures) String() string {
 	}
 	return fmt.Sprintf("powerloss: %d seeds in %s, %d with violations %v\n"+
 		"  cuts %d (%d at a freeze point, %d under restore or compact), checks after a cut %d\n"+
-		"  batches %d (%d acknowledged), payment events %d (%d acknowledged), refetches %d, erasures %d, purge passes that purged %d\n"+
+		"  batches %d (%d acknowledged), payment events %d (%d acknowledged), refetches %d, erasures %d, purge_pass_finished %d\n"+
 		"  restores %d, compactions %d, exec deliveries seen %d\n"+
 		"  violations %d: %s",
 		f.seeds, f.elapsed.Round(time.Second), f.failed, f.failedSeeds,
