@@ -76,6 +76,9 @@ func (w *world) quiesce() {
 			return
 		}
 		if time.Now().After(deadline) {
+			if w.pc != nil {
+				w.pcStuck()
+			}
 			w.fatalf("the daemon did not become quiet in 3 minutes: %s", why)
 		}
 		time.Sleep(100 * time.Millisecond)

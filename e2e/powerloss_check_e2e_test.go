@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/batchhook/batchhook/admin"
@@ -231,4 +232,27 @@ func (w *world) dayLines() []payLine {
 		}
 	}
 	return out
+}
+
+// pcStuck records, for a daemon that does not become quiet, what the
+// kernel still waits for from the power-loss file system (the connection's
+// pending requests, with fusectl mounted) and the daemon's goroutines
+// (SIGQUIT prints them to its log, then ends it).
+func (w *world) pcStuck() {
+	if names, _ := filepath.Glob("/sys/fs/fuse/connections/*/waiting"); len(names) > 0 {
+		var waiting []string
+		for _, name := range names {
+			n, _ := os.ReadFile(name)
+			waiting = append(waiting, filepath.Base(filepath.Dir(name))+"="+strings.TrimSpace(string(n)))
+		}
+		w.logf("FUSE requests waiting for an answer, by connection: %s", strings.Join(waiting, " "))
+	}
+	_ = w.d.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case err := <-w.d.done:
+		w.d.done <- err
+		w.logf("the daemon's goroutines are at the end of its log (SIGQUIT)")
+	case <-time.After(waitBound):
+		w.logf("the daemon did not end %s after SIGQUIT", waitBound)
+	}
 }
