@@ -4,7 +4,9 @@
 // signals on loopback. The crash soaks and the interleaving test
 // (interleave_*_test.go; flags -soak, -interleave.seed,
 // -interleave.duration) live here too, and so do the power-loss tests
-// (powerloss_e2e_test.go; flags -powerloss.seed, -powerloss.duration),
+// (powerloss_e2e_test.go on the first run, powerloss_steady_e2e_test.go
+// and powerloss_check_e2e_test.go in the steady state; flags
+// -powerloss.seed, -powerloss.duration),
 // which run the daemon on internal/powerloss and cut the power under it. The package has no code of its
 // own: everything is in its test files.
 package e2e

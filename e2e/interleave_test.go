@@ -197,6 +197,13 @@ func (w *world) report() {
 	}
 	ops := slices.DeleteFunc(slices.Clone(w.schedule), func(l string) bool { return strings.Contains(l, " VIOLATION ") })
 	w.t.Logf("seed=%d: config %s\nlast operations:\n%s", w.seed, w.cfg, strings.Join(ops[max(0, len(ops)-25):], "\n"))
-	w.t.Logf("seed=%d: schedule and daemon logs in %s (kept with go test -artifacts); replay: go test -race -run TestInterleave -count 1 ./e2e/ -interleave.seed=%d",
-		w.seed, dir, w.seed)
+	w.t.Logf("seed=%d: schedule and daemon logs in %s (kept with go test -artifacts); replay: %s", w.seed, dir, w.replay())
+}
+
+// replay is the command that runs the world's seed again.
+func (w *world) replay() string {
+	if w.pc != nil {
+		return fmt.Sprintf("go test -race -run 'TestPowerLoss$' -count 1 ./e2e/ -powerloss.seed=%d", w.seed)
+	}
+	return fmt.Sprintf("go test -race -run TestInterleave -count 1 ./e2e/ -interleave.seed=%d", w.seed)
 }

@@ -124,9 +124,18 @@ type world struct {
 	fig      seedFigures
 	viol     []violation
 	reported int // violations already reported
+
+	pc *pcState // TestPowerLoss's part of the world; nil in TestInterleave
 }
 
 func newWorld(t *testing.T, seed uint64) *world {
+	return newWorldWith(t, seed, nil)
+}
+
+// newWorldWith is newWorld with prepare called once the far ends and the
+// daemon's environment are ready, before the daemon first starts:
+// TestPowerLoss moves DATA_DIR onto its file system there and adds sinks.
+func newWorldWith(t *testing.T, seed uint64, prepare func(*world)) *world {
 	w := &world{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		byID: map[string]*ilBatch{}, erased: map[string]bool{}, began: time.Now(), release: make(chan struct{}),
 		fig: seedFigures{ops: map[string]int{}}}
@@ -174,6 +183,9 @@ func newWorld(t *testing.T, seed uint64) *world {
 		"EXPORT_RETENTION": w.cfg.exportRet, "RECORD_RETENTION": w.cfg.recordRet, "PURGE_INTERVAL": w.cfg.purgeEvery,
 	} {
 		w.s.env["BATCHHOOK_"+k] = v
+	}
+	if prepare != nil {
+		prepare(w)
 	}
 	w.startDaemon()
 	return w

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,7 +25,19 @@ import (
 const helperEnv = "POWERLOSS_TEST_HELPER"
 
 func TestMain(m *testing.M) {
-	if h := os.Getenv(helperEnv); h != "" {
+	switch h := os.Getenv(helperEnv); h {
+	case "":
+	case "stress", "peek":
+		d, err := strconv.ParseInt(os.Getenv("POWERLOSS_KEY"), 10, 64)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "duration:", err)
+			os.Exit(2)
+		}
+		if h == "stress" {
+			os.Exit(stressHelper(os.Getenv("POWERLOSS_DB"), time.Duration(d)))
+		}
+		os.Exit(peekHelper(os.Getenv("POWERLOSS_DB"), time.Duration(d)))
+	default:
 		os.Exit(boltHelper(h, os.Getenv("POWERLOSS_DB"), os.Getenv("POWERLOSS_KEY")))
 	}
 	os.Exit(m.Run())

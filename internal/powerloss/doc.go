@@ -20,6 +20,12 @@
 // This is stricter than any journaling file system, which is the point:
 // the project promises durability whatever the file system's goodwill.
 //
+// The kernel's page cache of a file is kept across opens and attribute
+// refreshes: every change comes through the kernel, so the cache is never
+// stale, and a drop of it races a write in flight (the page read back can
+// hold the old bytes), which bbolt, writing beside other processes that
+// open its file, would read as a damaged tree.
+//
 // # Use
 //
 //	fs := powerloss.MountTest(t, powerloss.Options{}) // skips without root or /dev/fuse, unless CI is set

@@ -79,8 +79,13 @@ func (f *FS) mount(t *tree) (*volume, error) {
 		Options:            []string{"default_permissions"},
 		DisableReadDirPlus: true, // listings hand out no references
 		DisableXAttrs:      true,
-		Debug:              f.opts.Debug,
-		Logger:             logger,
+		// No auto_inval_data: the kernel would drop a file's cached pages
+		// whenever fresh attributes show a new mtime, that is after nearly
+		// every write, and a drop races a write in flight (see Open).
+		// Every change comes through the kernel, so its cache is right.
+		ExplicitDataCacheControl: true,
+		Debug:                    f.opts.Debug,
+		Logger:                   logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", f.dir, err)

@@ -26,6 +26,9 @@ type volume struct {
 	tree *tree
 	off  bool  // the power went: every request fails with EIO and changes nothing
 	ops  int64 // mutating requests served
+	// reads counts the READ requests served: what the kernel did not
+	// find in its page cache (a test looks at it).
+	reads int64
 
 	freezing bool
 	freezeAt int64         // with freezing: requests wait once ops reaches it
@@ -339,10 +342,18 @@ func (v *volume) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fus
 	if _, st := v.node(in.NodeId); !st.Ok() {
 		return st
 	}
-	// No handle (reads and writes name the node), no FOPEN_DIRECT_IO and
-	// no FOPEN_KEEP_CACHE: the kernel's page cache serves mmap and sees
-	// every write, which comes through here first.
-	*out = fuse.OpenOut{}
+	// No handle (reads and writes name the node) and no FOPEN_DIRECT_IO:
+	// the kernel's page cache serves mmap and sees every write, which
+	// comes through here first. FOPEN_KEEP_CACHE, because without it
+	// every open drops the file's cached pages, and a drop is not safe
+	// while another process writes: the kernel unlocks a written page
+	// before its WRITE is answered, so a page dropped then and read back
+	// (a fault, readahead) can be answered before the WRITE is served and
+	// stay in the cache with the old bytes. bbolt then reads its own last
+	// commit wrong (a bucket that is gone, a panic in a commit). Nothing
+	// changes a file behind the kernel's back, so its cache is never
+	// stale and need never be dropped.
+	*out = fuse.OpenOut{OpenFlags: fuse.FOPEN_KEEP_CACHE}
 	return fuse.OK
 }
 
@@ -356,6 +367,7 @@ func (v *volume) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.Read
 	if !st.Ok() {
 		return nil, st
 	}
+	v.reads++
 	k := 0
 	if off := int64(in.Offset); off < int64(len(n.data)) {
 		k = copy(buf[:min(int(in.Size), len(buf))], n.data[off:])
