@@ -15,7 +15,11 @@
 //     gone after a cut, however well its own data was; a file whose entry
 //     is durable but whose data never was comes back empty (or with its
 //     last synced content); an entry unlinked or renamed away without a
-//     sync of its directory comes back.
+//     sync of its directory comes back;
+//   - a directory named by synced entries in two parents (it moved, and
+//     the parent it left was synced before the move) comes back at the
+//     entry of the later sync: a rename or RENAME_EXCHANGE across
+//     directories is durable once its destination is synced.
 //
 // This is stricter than any journaling file system, which is the point:
 // the project promises durability whatever the file system's goodwill.

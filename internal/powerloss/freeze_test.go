@@ -22,15 +22,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// waiting is how many requests wait on the current mount's freeze.
-func (f *FS) waiting() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.vol.mu.Lock()
-	defer f.vol.mu.Unlock()
-	return f.vol.waiting
-}
-
 func TestFreezeAfterStopsEverythingUntilTheCut(t *testing.T) {
 	fs := MountTest(t, Options{})
 	path := filepath.Join(fs.Dir(), "f")
@@ -60,7 +51,7 @@ func TestFreezeAfterStopsEverythingUntilTheCut(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the freeze did not take hold")
 	}
-	waitFor(t, "the fourth request waiting", func() bool { return fs.waiting() > 0 })
+	waitFor(t, "the fourth request waiting", func() bool { return fs.Waiting() > 0 })
 	if len(results) != 3 {
 		t.Fatalf("%d requests answered before the cut, want 3", len(results))
 	}
@@ -75,7 +66,7 @@ func TestFreezeAfterStopsEverythingUntilTheCut(t *testing.T) {
 	// A read from elsewhere waits too.
 	read := make(chan error, 1)
 	go func() { _, err := os.Stat(filepath.Join(fs.Dir(), "other")); read <- err }()
-	waitFor(t, "a stat waiting", func() bool { return fs.waiting() > 1 })
+	waitFor(t, "a stat waiting", func() bool { return fs.Waiting() > 1 })
 	cut(t, fs)
 	if err := <-results; !errors.Is(err, syscall.EIO) {
 		t.Fatalf("the frozen write after the cut: %v, want EIO", err)

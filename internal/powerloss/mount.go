@@ -118,6 +118,17 @@ func (f *FS) Ops() int64 {
 	return f.base + f.vol.ops
 }
 
+// Waiting returns how many requests wait on the current mount's freeze:
+// a test that runs the code under test in its own process waits for one
+// before it cuts, rather than for a moment.
+func (f *FS) Waiting() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.vol.mu.Lock()
+	defer f.vol.mu.Unlock()
+	return f.vol.waiting
+}
+
 // Cuts returns how many times Cut has run.
 func (f *FS) Cuts() int {
 	f.mu.Lock()

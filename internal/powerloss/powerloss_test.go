@@ -239,6 +239,64 @@ func TestRenameExchangeNeedsTheDirectorysFsync(t *testing.T) {
 	want(t, sub, "B")
 }
 
+// A directory moved to another parent and synced there comes back there,
+// even while the parent it left still holds a synced entry for it: the
+// later sync saw the later state. Both cases put the stale entry first in
+// name order ("a" before "b"), where the layer used to bring it back.
+func TestMovedDirectoryComesBackWhereTheLastSyncSawIt(t *testing.T) {
+	fs := MountTest(t, Options{})
+	a, b := filepath.Join(fs.Dir(), "a"), filepath.Join(fs.Dir(), "b")
+	for _, dir := range []string{a, b} {
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	syncDir(t, fs.Dir())
+
+	// A plain rename: a/moved → b/moved, only b synced after it.
+	moved := filepath.Join(a, "moved")
+	if err := os.Mkdir(moved, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	durableFile(t, filepath.Join(moved, "f"), "M")
+	syncDir(t, a)
+	if err := os.Rename(moved, filepath.Join(b, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	syncDir(t, b)
+	cut(t, fs)
+	want(t, filepath.Join(b, "moved", "f"), "M")
+	want(t, filepath.Join(a, "moved", "f"), "<missing>")
+
+	// RENAME_EXCHANGE of a/new with b/old (an export swapped with its
+	// rewrite): only b synced after it. b/old is the new directory; the
+	// old one was never synced in a, so it is gone.
+	for _, p := range []struct{ dir, name, data string }{{a, "new", "N"}, {b, "old", "O"}} {
+		if err := os.Mkdir(filepath.Join(p.dir, p.name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		durableFile(t, filepath.Join(p.dir, p.name, "f"), p.data)
+		syncDir(t, p.dir)
+	}
+	if err := unix.Renameat2(unix.AT_FDCWD, filepath.Join(a, "new"), unix.AT_FDCWD, filepath.Join(b, "old"), unix.RENAME_EXCHANGE); err != nil {
+		t.Fatal(err)
+	}
+	syncDir(t, b)
+	cut(t, fs)
+	want(t, filepath.Join(b, "old", "f"), "N")
+	want(t, filepath.Join(a, "new", "f"), "<missing>")
+
+	// The other way round: only a synced after the move back, so the
+	// directory is in a again although b's older sync still names it.
+	if err := os.Rename(filepath.Join(b, "moved"), moved); err != nil {
+		t.Fatal(err)
+	}
+	syncDir(t, a)
+	cut(t, fs)
+	want(t, filepath.Join(a, "moved", "f"), "M")
+	want(t, filepath.Join(b, "moved", "f"), "<missing>")
+}
+
 func TestRenameNoreplaceRefusesAnExistingName(t *testing.T) {
 	fs := MountTest(t, Options{})
 	a, b, c := filepath.Join(fs.Dir(), "a"), filepath.Join(fs.Dir(), "b"), filepath.Join(fs.Dir(), "c")

@@ -25,6 +25,10 @@ type image struct {
 	attrs
 	data    []byte
 	entries map[string]uint64
+	// seq orders a directory's syncs across the tree (0: never synced
+	// since the tree was made): of two synced entries naming one moved
+	// directory, the one of the later sync saw the later state.
+	seq uint64
 }
 
 // node is a file, directory, symbolic link or FIFO: what the running
@@ -53,6 +57,7 @@ func (n *node) isReg() bool { return n.mode&syscall.S_IFMT == syscall.S_IFREG }
 type tree struct {
 	nodes map[uint64]*node
 	next  uint64 // the next node id
+	syncs uint64 // directory syncs so far: the last one's image.seq
 	now   func() time.Time
 }
 
@@ -368,6 +373,8 @@ func (t *tree) fsyncDir(n *node) {
 		t.nodes[id].syncedRefs++
 	}
 	n.synced.attrs = n.attrs
+	t.syncs++
+	n.synced.seq = t.syncs
 	for _, id := range old {
 		if c := t.nodes[id]; c != nil {
 			c.syncedRefs--
@@ -379,12 +386,14 @@ func (t *tree) fsyncDir(n *node) {
 // survivors is the file system a power cut leaves: from the root down,
 // the synced entries of each directory, each naming its node as last
 // synced. A file whose entry survives but whose data was never synced
-// comes back empty; a directory named by two synced entries (moved, and
-// both parents synced before the move's source was) comes back at the
-// first of them, in name order from the root. Everything that survives is
-// durable in the new tree.
+// comes back empty. A directory named by two synced entries (moved, and
+// both parents synced, the one it left before the move) comes back at the
+// entry of the later sync, which saw the later state: a cross-directory
+// rename or RENAME_EXCHANGE is durable once its destination is synced.
+// Everything that survives is durable in the new tree.
 func (t *tree) survivors() *tree {
-	s := &tree{nodes: map[uint64]*node{}, next: t.next, now: t.now}
+	s := &tree{nodes: map[uint64]*node{}, next: t.next, syncs: t.syncs, now: t.now}
+	home := t.homes()
 	made := map[uint64]*node{}
 	revive := func(old *node) *node {
 		n := &node{id: old.id, attrs: old.synced.attrs, target: old.target,
@@ -399,20 +408,16 @@ func (t *tree) survivors() *tree {
 	}
 	var fill func(dst, src *node)
 	fill = func(dst, src *node) {
-		names := make([]string, 0, len(src.synced.entries))
-		for name := range src.synced.entries {
-			names = append(names, name)
-		}
-		slices.Sort(names)
-		for _, name := range names {
+		for _, name := range syncedNames(src) {
 			id := src.synced.entries[name]
+			old := t.nodes[id]
+			if old.isDir() && home[id] != (place{src.id, name}) {
+				continue // it comes back at a later sync's entry
+			}
 			if n, ok := made[id]; ok {
-				if !n.isDir() {
-					s.attach(dst, name, n)
-				}
+				s.attach(dst, name, n) // a file's second link
 				continue
 			}
-			old := t.nodes[id]
 			n := revive(old)
 			s.attach(dst, name, n)
 			if n.isDir() {
@@ -433,6 +438,52 @@ func (t *tree) survivors() *tree {
 		}
 	}
 	return s
+}
+
+// place is a directory entry: the directory's node id and the name.
+type place struct {
+	parent uint64
+	name   string
+}
+
+// homes chooses, for each directory reachable from the root through
+// synced entries, the synced entry it comes back at: the one in the
+// directory synced last, the first in name order from the root on a tie.
+// A directory whose chosen entry lies inside itself (moves that made a
+// cycle of stale entries) is not reached again and is lost, as its
+// contents would be on a disk that saw neither parent's last state.
+func (t *tree) homes() map[uint64]place {
+	home := map[uint64]place{}
+	seq := map[uint64]uint64{}
+	seen := map[uint64]bool{rootID: true}
+	var walk func(d *node)
+	walk = func(d *node) {
+		for _, name := range syncedNames(d) {
+			c := t.nodes[d.synced.entries[name]]
+			if !c.isDir() {
+				continue
+			}
+			if _, ok := home[c.id]; !ok || d.synced.seq > seq[c.id] {
+				home[c.id], seq[c.id] = place{d.id, name}, d.synced.seq
+			}
+			if !seen[c.id] {
+				seen[c.id] = true
+				walk(c)
+			}
+		}
+	}
+	walk(t.nodes[rootID])
+	return home
+}
+
+// syncedNames is the names of the directory d's synced entries, sorted.
+func syncedNames(d *node) []string {
+	names := make([]string, 0, len(d.synced.entries))
+	for name := range d.synced.entries {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // bytes is the live data the tree holds, for statfs.
