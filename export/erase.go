@@ -149,12 +149,12 @@ func countErased(dir *os.File, name, field string, match Matcher) (int64, error)
 // writeFiltered makes .partial/.erase.<id>/ holding results.ndjson from
 // srcDir without the matching items, synced; it returns the counts and
 // the new file's SHA-256. The caller writes the manifest beside it.
-func writeFiltered(h *handles, batchID string, srcDir *os.File, field string, match Matcher) (*os.File, int64, int64, string, error) {
+func (d *Dir) writeFiltered(h *handles, batchID string, srcDir *os.File, field string, match Matcher) (*os.File, int64, int64, string, error) {
 	name := rewriteName(batchID)
 	if err := removeAt(h.partial, name); err != nil {
 		return nil, 0, 0, "", fmt.Errorf("clear an earlier rewrite: %w", err)
 	}
-	dir, _, err := openDirAt(h.partial, name, true)
+	dir, _, err := d.makeInPartial(h, name)
 	if err != nil {
 		return nil, 0, 0, "", fmt.Errorf("create rewrite dir: %w", err)
 	}
@@ -209,7 +209,7 @@ func (d *Dir) filterStaged(h *handles, b store.Batch) (string, int64, error) {
 	if err != nil || n == 0 {
 		return b.ID, 0, err
 	}
-	dir, erased, _, _, err := writeFiltered(h, b.ID, src, d.erasures.field, match)
+	dir, erased, _, _, err := d.writeFiltered(h, b.ID, src, d.erasures.field, match)
 	if err != nil {
 		return "", 0, err
 	}
@@ -223,7 +223,7 @@ func (d *Dir) dropStaging(h *handles, batchID string) error {
 	if err := removeAt(h.partial, batchID); err != nil {
 		return fmt.Errorf("remove staging: %w", err)
 	}
-	return syncDir(h.partial)
+	return d.syncPartial(h)
 }
 
 // Erase removes from the published export of batchID every item whose
@@ -291,7 +291,7 @@ func (d *Dir) Erase(batchID string, base int, field string, match func(digits st
 		}
 		return 0, current, true, nil
 	}
-	dir, erased, kept, sum, err := writeFiltered(h, batchID, src, field, match)
+	dir, erased, kept, sum, err := d.writeFiltered(h, batchID, src, field, match)
 	if err != nil {
 		return 0, 0, false, fmt.Errorf("erase from export %s: %w", batchID, err)
 	}
@@ -308,7 +308,7 @@ func (d *Dir) Erase(batchID string, base int, field string, match func(digits st
 	if err := syncDir(dir); err != nil {
 		return 0, 0, false, err
 	}
-	if err := syncDir(h.partial); err != nil {
+	if err := d.syncPartial(h); err != nil {
 		return 0, 0, false, err
 	}
 	if err := d.replace(h, rewriteName(batchID), batchID); err != nil {
@@ -343,7 +343,7 @@ func (d *Dir) settleUnrecorded(h *handles, batchID string) error {
 		removed = true
 	}
 	if removed {
-		return syncDir(h.partial)
+		return d.syncPartial(h)
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/batchhook/batchhook/internal/safefs"
@@ -90,6 +91,33 @@ type Dir struct {
 	readers readers
 	// rootSync syncs the export root; tests replace it to fail it.
 	rootSync func(root *os.File) error
+	// afterSwap, when set, runs right after an export's move between
+	// .partial and the root, before the root's sync: tests put another
+	// batch's work there.
+	afterSwap func()
+	// swapping is held (write) from a move of an export between .partial
+	// and the root until the root is synced, and by every sync of
+	// .partial (read). A swap moves the new export into the root and the
+	// old one into .partial: a sync of .partial in between would make the
+	// old export's new name durable while the root's durable entry still
+	// names it, so a power cut could keep it in .partial and no export in
+	// the root. A first publish's move would be durable in neither.
+	swapping sync.RWMutex
+}
+
+// syncPartial syncs .partial, never inside a swap's window (swapping).
+func (d *Dir) syncPartial(h *handles) error {
+	d.swapping.RLock()
+	defer d.swapping.RUnlock()
+	return syncDir(h.partial)
+}
+
+// makeInPartial opens the directory name in .partial, creating it
+// durably (which syncs .partial: never inside a swap's window).
+func (d *Dir) makeInPartial(h *handles, name string) (*os.File, bool, error) {
+	d.swapping.RLock()
+	defer d.swapping.RUnlock()
+	return openDirAt(h.partial, name, true)
 }
 
 // syncRoot makes the entries of the export root durable: a renamed or

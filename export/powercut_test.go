@@ -59,11 +59,7 @@ func exportState(root, id string) string {
 // stageAndPublish stages items for id and publishes them (a refetch when
 // refetch is set), returning Publish's error.
 func stageAndPublish(d *Dir, id string, refetch bool, items ...string) error {
-	raw := make([]json.RawMessage, len(items))
-	for i, s := range items {
-		raw[i] = json.RawMessage(s)
-	}
-	n, err := d.Append(id, 0, raw)
+	n, err := d.Append(id, 0, raws(items...))
 	if err != nil {
 		return err
 	}
@@ -71,6 +67,15 @@ func stageAndPublish(d *Dir, id string, refetch bool, items ...string) error {
 		Checkpoint: store.Checkpoint{Done: true, Items: int64(len(items)), Pages: 1, StagedBytes: n}}
 	_, _, err = d.Publish(b, time.Now())
 	return err
+}
+
+// raws is items as JSON values.
+func raws(items ...string) []json.RawMessage {
+	out := make([]json.RawMessage, len(items))
+	for i, s := range items {
+		out[i] = json.RawMessage(s)
+	}
+	return out
 }
 
 // cutCase is one change to an export: set up (durably) what it starts
@@ -153,9 +158,58 @@ func cutCases() []cutCase {
 			},
 		},
 	}
+	// Another batch's work syncs .partial whenever it likes: right after
+	// the swap, before the root's sync, it would make the old export's
+	// new name there durable while the root still names the old export,
+	// and the cut would keep the old export in .partial, not in the root.
+	busyPartial := func(c cutCase) cutCase {
+		c.name += ", .partial synced by another batch at the swap"
+		setup := c.setup
+		c.setup = func(t *testing.T, d *Dir) {
+			setup(t, d)
+			d.afterSwap = func() {
+				synced := make(chan struct{})
+				go func() { d.Discard("b_other"); close(synced) }()
+				select { // at once on a Dir that lets it through; never on one that holds it
+				case <-synced:
+				case <-time.After(200 * time.Millisecond):
+				}
+			}
+		}
+		return c
+	}
 	// The fallback's two renames leave a moment with no export at all,
 	// which Recover ends by putting the old one back.
-	return append(cs, twoRenames(cs[1]), twoRenames(cs[2]))
+	// A first publish cut short keeps its staged results (or the export):
+	// the fetcher publishes them at the next start without fetching again.
+	// Here the results are staged (durably) before the change.
+	var root string
+	var staged int64
+	first := busyPartial(cutCase{
+		name: "first publish of staged results",
+		setup: func(t *testing.T, d *Dir) {
+			t.Helper()
+			root = d.Root()
+			var err error
+			if staged, err = d.Append(cutID, 0, raws(itemA1, itemB)); err != nil {
+				t.Fatal(err)
+			}
+		},
+		run: func(d *Dir) error {
+			b := store.Batch{ID: cutID, Notification: store.Notification{BatchID: cutID},
+				Checkpoint: store.Checkpoint{Done: true, Items: 2, Pages: 1, StagedBytes: staged}}
+			_, _, err := d.Publish(b, time.Now())
+			return err
+		},
+		allowed: func(s string, done bool) bool {
+			if s == oldState {
+				return true
+			}
+			kept, _ := os.ReadFile(filepath.Join(root, partialDir, cutID, ResultsFile))
+			return !done && s == "missing" && string(kept) == itemA1+"\n"+itemB+"\n"
+		},
+	})
+	return append(cs, twoRenames(cs[1]), twoRenames(cs[2]), first, busyPartial(cs[1]), busyPartial(cs[2]))
 }
 
 func TestAPowerCutAtAnyRequestLeavesAWholeExport(t *testing.T) {

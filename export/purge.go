@@ -101,7 +101,7 @@ func (d *Dir) PurgeAll(ids []string) (errs []error) {
 	for i, id := range ids {
 		errs[i] = d.purgeOne(h, id)
 	}
-	if err := syncDir(h.partial); err != nil {
+	if err := d.syncPartial(h); err != nil {
 		return fail(fmt.Errorf("purge exports: %w", err))
 	}
 	if err := d.syncRoot(h); err != nil {

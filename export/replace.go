@@ -33,28 +33,41 @@ func (d *Dir) replace(h *handles, staged, batchID string) error {
 	if err := d.clearAside(h, batchID); err != nil {
 		return err
 	}
-	old := staged
-	if err := d.exchange(h.partial, staged, h.root, batchID); err != nil {
-		old = asideName(batchID)
-		if err := renameAt(h.root, batchID, h.partial, old); err != nil {
-			return fmt.Errorf("move old export aside: %w", err)
-		}
-		if err := renameAt(h.partial, staged, h.root, batchID); err != nil {
-			if rerr := renameAt(h.partial, old, h.root, batchID); rerr != nil {
-				return errors.Join(fmt.Errorf("publish replacement: %w", err), fmt.Errorf("put old export back (Recover does at next start): %w", rerr))
-			}
-			return fmt.Errorf("publish replacement: %w", err)
-		}
-	}
-	// A sink still reading the old content stops before this returns.
-	d.readers.changed(batchID)
-	if err := d.syncRoot(h); err != nil {
+	old, err := d.swap(h, staged, batchID)
+	if err != nil {
 		return err
 	}
 	if err := removeAt(h.partial, old); err != nil {
 		return fmt.Errorf("remove replaced export: %w", err)
 	}
-	return syncDir(h.partial)
+	return d.syncPartial(h)
+}
+
+// swap puts staged in place of the published export of batchID and syncs
+// the root, with no sync of .partial in between (swapping); it returns
+// the name in .partial the old export ended up under.
+func (d *Dir) swap(h *handles, staged, batchID string) (string, error) {
+	d.swapping.Lock()
+	defer d.swapping.Unlock()
+	old := staged
+	if err := d.exchange(h.partial, staged, h.root, batchID); err != nil {
+		old = asideName(batchID)
+		if err := renameAt(h.root, batchID, h.partial, old); err != nil {
+			return "", fmt.Errorf("move old export aside: %w", err)
+		}
+		if err := renameAt(h.partial, staged, h.root, batchID); err != nil {
+			if rerr := renameAt(h.partial, old, h.root, batchID); rerr != nil {
+				return "", errors.Join(fmt.Errorf("publish replacement: %w", err), fmt.Errorf("put old export back (Recover does at next start): %w", rerr))
+			}
+			return "", fmt.Errorf("publish replacement: %w", err)
+		}
+	}
+	if d.afterSwap != nil {
+		d.afterSwap()
+	}
+	// A sink still reading the old content stops before this returns.
+	d.readers.changed(batchID)
+	return old, d.syncRoot(h)
 }
 
 // clearAside removes what an earlier replace of batchID left aside, under
@@ -151,7 +164,7 @@ func (d *Dir) Recover() (Recovery, error) {
 		if err := d.syncRoot(h); err != nil {
 			return r, err
 		}
-		if err := syncDir(h.partial); err != nil {
+		if err := d.syncPartial(h); err != nil {
 			return r, err
 		}
 	}

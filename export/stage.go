@@ -56,7 +56,7 @@ func (d *Dir) Append(batchID string, offset int64, items []json.RawMessage) (int
 		return 0, err
 	}
 	defer h.close()
-	dir, created, err := openDirAt(h.partial, batchID, true)
+	dir, created, err := d.makeInPartial(h, batchID)
 	if err != nil {
 		return 0, fmt.Errorf("create staging dir: %w", err)
 	}
@@ -118,7 +118,7 @@ func (d *Dir) Discard(batchID string) error {
 	if err := removeAt(h.partial, batchID); err != nil {
 		return fmt.Errorf("remove staging: %w", err)
 	}
-	return syncDir(h.partial)
+	return d.syncPartial(h)
 }
 
 // Publish writes manifest.json beside the staged results, syncs it and the
@@ -191,16 +191,29 @@ func (d *Dir) Publish(b store.Batch, exportedAt time.Time) (_ string, _ int, err
 	case exists:
 		return final, version, d.replace(h, staged, b.ID)
 	}
-	if err := renameAt(h.partial, staged, h.root, b.ID); err != nil {
-		return "", 0, fmt.Errorf("publish %s: %w", b.ID, err)
-	}
-	if err := d.syncRoot(h); err != nil {
+	if err := d.moveIn(h, staged, b.ID); err != nil {
 		return "", 0, err
 	}
-	if err := syncDir(h.partial); err != nil {
+	if err := d.syncPartial(h); err != nil {
 		return "", 0, err
 	}
 	return final, version, nil
+}
+
+// moveIn renames staged (in .partial) to the root as batchID and syncs
+// the root, with no sync of .partial in between (swapping): that sync
+// would make the staging's removal durable before its new entry, and a
+// cut would keep the export in neither place.
+func (d *Dir) moveIn(h *handles, staged, batchID string) error {
+	d.swapping.Lock()
+	defer d.swapping.Unlock()
+	if err := renameAt(h.partial, staged, h.root, batchID); err != nil {
+		return fmt.Errorf("publish %s: %w", batchID, err)
+	}
+	if d.afterSwap != nil {
+		d.afterSwap()
+	}
+	return d.syncRoot(h)
 }
 
 // writeManifest hashes the staged results, checks them against the
