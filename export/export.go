@@ -102,6 +102,8 @@ type Dir struct {
 	// old export's new name durable while the root's durable entry still
 	// names it, so a power cut could keep it in .partial and no export in
 	// the root. A first publish's move would be durable in neither.
+	// Recover's moves go without it: it runs at start, before anything
+	// else uses the Dir.
 	swapping sync.RWMutex
 }
 
