@@ -11,9 +11,10 @@ package e2e
 //     requests while a burst of new batches, replays, refetches, erasures,
 //     payment events and pauses runs; the daemon is SIGKILLed, the power
 //     cut, the daemon started again on what survived and checked at once;
-//   - restore: once the daemon is quiet, `batchhook backup` (onto the same
-//     file system), a clean stop, `batchhook restore` of that backup, with
-//     a cut during the restore or right after it;
+//   - restore: once the daemon is quiet, a restart with retention off (no
+//     purge may follow the backup), `batchhook backup` (onto the same file
+//     system), a clean stop, `batchhook restore` of that backup, with a
+//     cut during the restore or right after it;
 //   - compact: a clean stop and `batchhook compact`, cut the same way.
 //
 // After every cut (powerloss_check_e2e_test.go):
@@ -538,6 +539,18 @@ func (w *world) offlineCut(op string, a uint64) {
 			w.nats.start()
 		}
 		w.logf("http receiver accepts, nats server running: a quiet daemon for the backup")
+		w.quiesce()
+		// The backup is taken from a daemon with retention off: a purge
+		// between the backup and the stop would delete an export the
+		// backup still has as exported, and the restore would bring back
+		// what docs/operations.md says a restore of an older backup brings
+		// back (an exported batch without its export), not what P2 checks.
+		w.d.stop(w.t)
+		kept := [2]string{w.s.env["BATCHHOOK_EXPORT_RETENTION"], w.s.env["BATCHHOOK_RECORD_RETENTION"]}
+		w.s.env["BATCHHOOK_EXPORT_RETENTION"], w.s.env["BATCHHOOK_RECORD_RETENTION"] = "0", "0"
+		w.startDaemon()
+		w.s.env["BATCHHOOK_EXPORT_RETENTION"], w.s.env["BATCHHOOK_RECORD_RETENTION"] = kept[0], kept[1]
+		w.logf("restarted with retention off for the backup")
 		w.quiesce()
 		file := filepath.Join(pc.fs.Dir(), fmt.Sprintf("backup-%d.db", pc.fig.restores+1))
 		out, errOut, rc := runCLIWith(w.t, w.d, ilToken, 90*time.Second, "backup", file)
