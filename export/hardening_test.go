@@ -36,21 +36,36 @@ func newTestDir(t *testing.T) *Dir {
 // refetch is set).
 func publish(t *testing.T, d *Dir, id string, refetch bool, items ...string) string {
 	t.Helper()
-	raw := make([]json.RawMessage, len(items))
-	for i, s := range items {
-		raw[i] = json.RawMessage(s)
-	}
-	n, err := d.Append(id, 0, raw)
+	path, err := stageAndPublish(d, id, refetch, items...)
 	if err != nil {
-		t.Fatalf("Append: %v", err)
-	}
-	b := store.Batch{ID: id, Refetch: refetch, Notification: store.Notification{BatchID: id},
-		Checkpoint: store.Checkpoint{Done: true, Items: int64(len(items)), Pages: 1, StagedBytes: n}}
-	path, _, err := d.Publish(b, time.Now())
-	if err != nil {
-		t.Fatalf("Publish (refetch %v): %v", refetch, err)
+		t.Fatalf("stage and publish (refetch %v): %v", refetch, err)
 	}
 	return path
+}
+
+// stageAndPublish is publish returning its error: a power cut may end it.
+func stageAndPublish(d *Dir, id string, refetch bool, items ...string) (string, error) {
+	n, err := d.Append(id, 0, raws(items...))
+	if err != nil {
+		return "", err
+	}
+	path, _, err := d.Publish(fetched(id, refetch, len(items), n), time.Now())
+	return path, err
+}
+
+// fetched is batch id with its items (staged bytes) all fetched.
+func fetched(id string, refetch bool, items int, staged int64) store.Batch {
+	return store.Batch{ID: id, Refetch: refetch, Notification: store.Notification{BatchID: id},
+		Checkpoint: store.Checkpoint{Done: true, Items: int64(items), Pages: 1, StagedBytes: staged}}
+}
+
+// raws is items as JSON values.
+func raws(items ...string) []json.RawMessage {
+	out := make([]json.RawMessage, len(items))
+	for i, s := range items {
+		out[i] = json.RawMessage(s)
+	}
+	return out
 }
 
 func results(t *testing.T, dir string) string {

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/batchhook/batchhook/internal/powerloss"
-	"github.com/batchhook/batchhook/store"
 )
 
 // exportState is what a reader finds at a batch's export: "missing",
@@ -56,28 +55,6 @@ func exportState(root, id string) string {
 	return fmt.Sprintf("v%d %s", m.VersionOr(-1), strings.Join(lines, "|"))
 }
 
-// stageAndPublish stages items for id and publishes them (a refetch when
-// refetch is set), returning Publish's error.
-func stageAndPublish(d *Dir, id string, refetch bool, items ...string) error {
-	n, err := d.Append(id, 0, raws(items...))
-	if err != nil {
-		return err
-	}
-	b := store.Batch{ID: id, Refetch: refetch, Notification: store.Notification{BatchID: id},
-		Checkpoint: store.Checkpoint{Done: true, Items: int64(len(items)), Pages: 1, StagedBytes: n}}
-	_, _, err = d.Publish(b, time.Now())
-	return err
-}
-
-// raws is items as JSON values.
-func raws(items ...string) []json.RawMessage {
-	out := make([]json.RawMessage, len(items))
-	for i, s := range items {
-		out[i] = json.RawMessage(s)
-	}
-	return out
-}
-
 // cutCase is one change to an export: set up (durably) what it starts
 // from, run it, and the states a reader may find after a cut at any
 // moment of it (done: it returned nil before the cut).
@@ -102,7 +79,7 @@ var (
 func cutCases() []cutCase {
 	published := func(t *testing.T, d *Dir) {
 		t.Helper()
-		if err := stageAndPublish(d, cutID, false, itemA1, itemB); err != nil {
+		if _, err := stageAndPublish(d, cutID, false, itemA1, itemB); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -120,7 +97,7 @@ func cutCases() []cutCase {
 		{
 			name:  "first publish",
 			setup: func(*testing.T, *Dir) {},
-			run:   func(d *Dir) error { return stageAndPublish(d, cutID, false, itemA1, itemB) },
+			run:   func(d *Dir) error { _, err := stageAndPublish(d, cutID, false, itemA1, itemB); return err },
 			allowed: func(s string, done bool) bool {
 				return s == oldState || !done && s == "missing"
 			},
@@ -128,7 +105,7 @@ func cutCases() []cutCase {
 		{
 			name:    "refetch replaces the export",
 			setup:   published,
-			run:     func(d *Dir) error { return stageAndPublish(d, cutID, true, newItems...) },
+			run:     func(d *Dir) error { _, err := stageAndPublish(d, cutID, true, newItems...); return err },
 			allowed: oldOrNew("v1 " + strings.Join(newItems, "|")),
 		},
 		{
@@ -198,9 +175,7 @@ func cutCases() []cutCase {
 			}
 		},
 		run: func(d *Dir) error {
-			b := store.Batch{ID: cutID, Notification: store.Notification{BatchID: cutID},
-				Checkpoint: store.Checkpoint{Done: true, Items: 2, Pages: 1, StagedBytes: staged}}
-			_, _, err := d.Publish(b, time.Now())
+			_, _, err := d.Publish(fetched(cutID, false, 2, staged), time.Now())
 			return err
 		},
 		allowed: func(s string, done bool) bool {
@@ -313,10 +288,10 @@ func TestPowerCutCasesSeeTheChangeCutShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := stageAndPublish(d, cutID, false, itemA1, itemB); err != nil {
+	if _, err := stageAndPublish(d, cutID, false, itemA1, itemB); err != nil {
 		t.Fatal(err)
 	}
-	if done := cutAfter(t, fs, 1, func() error { return stageAndPublish(d, cutID, true, newItems...) }); done {
+	if done := cutAfter(t, fs, 1, func() error { _, err := stageAndPublish(d, cutID, true, newItems...); return err }); done {
 		t.Fatal("a refetch cut after its first request returned nil")
 	}
 	if got := exportState(d.Root(), cutID); got != oldState {
